@@ -1,0 +1,53 @@
+# The two commands a newcomer needs are `make run` and `make test`; everything else is for contributors.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+
+.PHONY: run test test-fast lint format migrate bench install install-dev clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP) $@
+
+install: $(STAMP)
+install-dev: $(DEV_STAMP)
+
+## Start the API with embedded workers on SQLite, against local RabbitMQ and Redis.
+run: $(STAMP)
+	$(PY) -m app dev
+
+## Every test, against the local PostgreSQL, Redis and RabbitMQ.
+test: $(DEV_STAMP)
+	$(PY) -m pytest
+
+## The quick subset: no crash, restart or soak tests.
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest -m "not slow"
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(DEV_STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+migrate: $(STAMP)
+	$(PY) -m app migrate
+
+bench: $(DEV_STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) var/*.db*

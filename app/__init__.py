@@ -1,0 +1,1 @@
+"""A job queue service with signed webhook delivery."""

@@ -1,0 +1,103 @@
+"""Command line: `python -m app api | migrate | dev | worker jobs`."""
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from loguru import logger
+
+from app.core.config import Settings, get_settings
+from app.core.logging import configure_logging
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="The task queue service.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("api", help="serve the HTTP API (workers embedded when EMBEDDED_WORKERS=true)")
+    commands.add_parser("migrate", help="bring the database schema up to date (alembic upgrade head)")
+    commands.add_parser("dev", help="what `make run` does: check services, create dev keys, migrate, serve")
+    worker = commands.add_parser("worker", help="run a worker process")
+    worker.add_argument("kind", choices=["jobs", "webhooks"])
+    args = parser.parse_args(argv)
+    try:
+        settings = get_settings()
+    except ValueError as exc:
+        print(f"Invalid settings: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings)
+    if args.command == "migrate":
+        return migrate(settings)
+    if args.command == "dev":
+        return dev()
+    if args.command == "api":
+        return serve(settings)
+    return run_worker(settings, args.kind)
+
+
+def migrate(settings: Settings) -> int:
+    from app.core.database import is_unreachable
+    from app.core.migrate import upgrade
+
+    try:
+        upgrade(settings.database_url)
+    except Exception as exc:
+        if not is_unreachable(exc):
+            raise
+        print(f"The database is not reachable ({type(exc).__name__}); check DATABASE_URL.", file=sys.stderr)
+        return 1
+    logger.info("database schema is up to date")
+    return 0
+
+
+def dev() -> int:
+    from app.devsetup import ensure_dev_keys
+    from app.preflight import missing_services
+
+    admin_key = ensure_dev_keys(Path(".env"))
+    os.environ.setdefault("EMBEDDED_WORKERS", "true")
+    os.environ.setdefault("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true")
+    get_settings.cache_clear()
+    settings = get_settings()
+    problems = asyncio.run(missing_services(settings))
+    if problems:
+        print("Cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        return 1
+    if migrate(settings):
+        return 1
+    if admin_key:
+        print(f"\nYour admin API key (saved in .env, shown this once):\n\n    {admin_key}\n", flush=True)
+    if settings.webhook_allow_private_networks:
+        logger.warning("WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: URLs on private and loopback addresses are allowed")
+    return serve(settings)
+
+
+def serve(settings: Settings) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None, access_log=False)
+    return 0
+
+
+def run_worker(settings: Settings, kind: str) -> int:
+    if kind == "webhooks":
+        print("The webhook worker is not part of this version yet; only `worker jobs` runs.", file=sys.stderr)
+        return 2
+    from app.workers.process import run_job_worker_process
+
+    asyncio.run(run_job_worker_process(settings, _stop_signal))
+    return 0
+
+
+def _stop_signal(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

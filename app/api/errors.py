@@ -1,0 +1,91 @@
+"""Every error a client can get, in one shape: {"detail": sentence, "code": word, ...}."""
+
+from typing import Any
+
+from asgi_correlation_id import correlation_id
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from loguru import logger
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.core.database import is_unreachable
+from app.handlers.registry import JOB_TYPES
+
+DB_RETRY_AFTER = 5
+
+
+class ApiError(Exception):
+    """An answer other than success, raised anywhere below a route."""
+
+    def __init__(self, status: int, code: str, detail: str, headers: dict[str, str] | None = None, **extra: Any):
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.headers, self.extra = status, code, detail, headers or {}, extra
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, "not_found", f"No {what} with that id.")
+
+
+def validation_errors(errors: list[Any], prefix: tuple[str, ...] = ("body",)) -> ApiError:
+    """A 422 that names each bad field, keeping FastAPI's field list under `errors`."""
+    cleaned = [_clean(error, prefix) for error in errors]
+    fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in cleaned)
+    return ApiError(422, "validation_error", f"The request is not valid: {fields}.", errors=cleaned)
+
+
+def _clean(error: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
+    loc = list(error.get("loc", ()))
+    if error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        loc = ["job_type"]
+    elif loc and loc[0] in JOB_TYPES:
+        loc = loc[1:]  # a discriminated union puts the job type first; the client's path does not have it
+    cleaned = {"type": error.get("type"), "loc": [*prefix, *loc], "msg": error.get("msg")}
+    if error.get("ctx"):
+        cleaned["ctx"] = {key: str(value) for key, value in error["ctx"].items()}
+    return cleaned
+
+
+def _body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": detail, "code": code, **extra}
+
+
+def _with_request_id(headers: dict[str, str]) -> dict[str, str]:
+    request_id = correlation_id.get()
+    return {**headers, "X-Request-ID": request_id} if request_id else headers
+
+
+async def _api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(_body(exc.code, exc.detail, **exc.extra), exc.status, headers=exc.headers)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+
+async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    error = validation_errors(list(exc.errors()), prefix=())
+    return JSONResponse(_body(error.code, error.detail, **error.extra), 422)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if is_unreachable(exc):
+        logger.warning("database unreachable during {} {}: {}", request.method, request.url.path, exc)
+        detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
+        headers = _with_request_id({"Retry-After": str(DB_RETRY_AFTER)})
+        return JSONResponse(_body("database_unavailable", detail), 503, headers=headers)
+    logger.exception("unhandled error in {} {}", request.method, request.url.path)
+    detail = "Something went wrong on our side; quote the X-Request-ID header when you report it."
+    return JSONResponse(_body("internal_error", detail), 500, headers=_with_request_id({}))
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that give every error the one shape."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,55 @@
+"""Liveness and readiness, without auth."""
+
+import asyncio
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from app.api.deps import StateDep
+from app.core.resources import Resources
+
+router = APIRouter(tags=["operations"])
+CHECK_TIMEOUT = 2.0
+# Without these the service cannot take or move jobs; Redis only speeds it up (it fails open).
+CRITICAL = ("database", "rabbitmq")
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """The process is alive."""
+    return {"status": "ok"}
+
+
+@router.get("/ready", responses={503: {"description": "A dependency or an enabled worker is down."}})
+async def ready(state: StateDep) -> JSONResponse:
+    """Each dependency and worker, and whether this process can serve."""
+    database, redis = await asyncio.gather(_database(state.resources), _redis(state.resources))
+    components = {
+        "database": database,
+        "redis": redis,
+        "rabbitmq": "healthy" if state.resources.broker.is_up else "unhealthy",
+    }
+    components.update({name: report() for name, report in state.workers.items()})
+    down = [name for name in CRITICAL if components[name] != "healthy"]
+    down += [name for name, report in state.workers.items() if report() == "stopped"]
+    status = "unavailable" if down else ("degraded" if redis != "healthy" else "ok")
+    return JSONResponse({"status": status, "components": components}, status_code=503 if down else 200)
+
+
+async def _database(resources: Resources) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT), resources.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception:
+        return "unhealthy"
+    return "healthy"
+
+
+async def _redis(resources: Resources) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            await resources.redis.ping()
+    except Exception:
+        return "unhealthy"
+    return "healthy"

@@ -1,0 +1,119 @@
+"""The jobs API: submit, read, list, audit trail."""
+
+import json
+from typing import Annotated, Any
+
+from asgi_correlation_id import correlation_id
+from fastapi import APIRouter, Header, Query, Request, Response
+from pydantic import ValidationError
+
+from app.api.deps import PrincipalDep, StateDep
+from app.api.errors import ApiError, not_found, validation_errors
+from app.core.statuses import JobStatus
+from app.schemas.job import JOB_REQUEST, JobEventOut, JobOut, JobPage
+from app.services.jobs import IdempotencyConflict, Submitted
+from app.services.pagination import BadCursor, encode
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+
+SUBMIT_STATUS = {Submitted.CREATED: 201, Submitted.PENDING: 202, Submitted.EXISTING: 200}
+REQUEST_SCHEMA_REF = "#/components/schemas/JobRequest"
+
+
+@router.post(
+    "",
+    response_model=JobOut,
+    status_code=201,
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REQUEST_SCHEMA_REF}}}}
+    },
+    responses={
+        200: {"model": JobOut, "description": "The same request was sent before with this idempotency key."},
+        202: {"model": JobOut, "description": "Saved as `pending`; published once the broker is back."},
+        409: {"description": "The idempotency key was used for a different request."},
+        413: {"description": "The body is over the size limit."},
+        422: {"description": "Unknown job type, bad payload or field, or a body that is not a JSON object."},
+        503: {"description": "The database is unreachable; nothing was saved."},
+    },
+)
+async def submit_job(
+    request: Request,
+    response: Response,
+    state: StateDep,
+    principal: PrincipalDep,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> JobOut:
+    """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable."""
+    data = await _json_object(request, state.resources.settings.max_body_bytes)
+    if idempotency_key and "idempotency_key" not in data:
+        data["idempotency_key"] = idempotency_key
+    try:
+        job_request = JOB_REQUEST.validate_python(data)
+    except ValidationError as exc:
+        raise validation_errors(list(exc.errors())) from exc
+    try:
+        job, outcome = await state.jobs.submit(principal, job_request, correlation_id.get())
+    except IdempotencyConflict as exc:
+        raise ApiError(
+            409, "idempotency_conflict", f"Idempotency key {exc} was already used for a different request."
+        ) from exc
+    response.status_code = SUBMIT_STATUS[outcome]
+    return JobOut.model_validate(job)
+
+
+async def _json_object(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_json", f"The body is not valid JSON: {exc}.") from exc
+    if not isinstance(data, dict):
+        raise ApiError(422, "not_an_object", "The body must be a JSON object.")
+    return data
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes.")
+
+
+@router.get("", response_model=JobPage)
+async def list_jobs(
+    state: StateDep,
+    principal: PrincipalDep,
+    status: JobStatus | None = None,
+    job_type: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> JobPage:
+    """The caller's jobs, newest first, a page at a time; pass `next_cursor` back for the next page."""
+    try:
+        rows, last = await state.jobs.page(principal, status, job_type, limit, cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from exc
+    next_cursor = encode(last["created_at"], last["id"]) if last else None
+    return JobPage(items=[JobOut.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={404: {"description": "No such job for this client."}})
+async def get_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
+    """One job."""
+    job = await state.jobs.get(principal, job_id)
+    if job is None:
+        raise not_found("job")
+    return JobOut.model_validate(job)
+
+
+@router.get("/{job_id}/events", response_model=list[JobEventOut])
+async def job_events(job_id: str, state: StateDep, principal: PrincipalDep) -> list[JobEventOut]:
+    """The job's audit trail, oldest first."""
+    events = await state.jobs.events(principal, job_id)
+    if events is None:
+        raise not_found("job")
+    return [JobEventOut.model_validate(e) for e in events]

@@ -1,0 +1,17 @@
+"""What routes can reach: the services, created in the lifespan and handed over through app.state."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.core.resources import Resources
+from app.services.api_keys import ApiKeyService
+from app.services.jobs import JobService
+
+
+@dataclass
+class ApiState:
+    resources: Resources
+    jobs: JobService
+    keys: ApiKeyService
+    # name -> a function that reports the worker's state ("running", "stopped", "disabled")
+    workers: dict[str, Callable[[], str]] = field(default_factory=dict)

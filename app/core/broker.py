@@ -1,0 +1,141 @@
+"""Connections to RabbitMQ and the confirmed, mandatory, time-limited publish (rule 1)."""
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractExchange, AbstractRobustConnection
+from loguru import logger
+
+from app.core.topology import Topology, declare
+
+
+class PublishError(Exception):
+    """The broker did not take a message: down, unroutable, nacked or too slow to confirm."""
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to publish, independent of how it is stored (outbox) or sent."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    headers: dict[str, Any] = field(default_factory=dict)
+    priority: int | None = None
+    expiration_ms: int | None = None
+    message_id: str | None = None
+
+
+class Broker:
+    """A robust connection that comes up whenever the broker does, with one confirming publish channel."""
+
+    def __init__(self, url: str, topology: Topology, publish_timeout: float, name: str = "publisher") -> None:
+        self._url = url
+        self._topology = topology
+        self._timeout = publish_timeout
+        self._name = name
+        self._connection: AbstractRobustConnection | None = None
+        self._channel: AbstractChannel | None = None
+        self._exchanges: dict[str, AbstractExchange] = {}
+        self._connector: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self, wait: float = 0) -> None:
+        """Connect in the background (retrying until the broker answers); wait up to `wait` seconds for it."""
+        self._connector = asyncio.create_task(self._connect_until_up(), name=f"broker-{self._name}")
+        if wait > 0:
+            try:
+                await asyncio.wait_for(self.ready.wait(), wait)
+            except TimeoutError:
+                logger.warning("RabbitMQ did not answer within {}s; carrying on and retrying", wait)
+
+    async def _connect_until_up(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                connection = await aio_pika.connect_robust(
+                    self._url, client_properties={"connection_name": self._name}, reconnect_interval=1
+                )
+                channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+                await declare(channel, self._topology)
+            except (OSError, aio_pika.exceptions.AMQPError) as exc:
+                logger.warning("RabbitMQ at {} is not answering ({}); retrying in {}s", _safe(self._url), exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5)
+                continue
+            self._connection, self._channel = connection, channel
+            self.ready.set()
+            logger.info("connected to RabbitMQ as {}", self._name)
+            return
+
+    @property
+    def connection(self) -> AbstractRobustConnection:
+        if self._connection is None:
+            raise PublishError("RabbitMQ is not connected yet")
+        return self._connection
+
+    @property
+    def is_up(self) -> bool:
+        """Connected right now (a robust connection may be between reconnects)."""
+        return self._connection is not None and self._connection.connected.is_set()
+
+    async def publish(self, message: Outgoing) -> None:
+        """Publish and wait for the broker's confirm; raise PublishError on anything short of that."""
+        if not self.is_up or self._channel is None:
+            raise PublishError("RabbitMQ is not connected")
+        try:
+            exchange = await self._exchange(message.exchange)
+            await exchange.publish(_to_amqp(message), message.routing_key, mandatory=True, timeout=self._timeout)
+        except TimeoutError as exc:
+            raise PublishError(f"no confirm within {self._timeout}s") from exc
+        except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+            raise PublishError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def publish_many(self, messages: list[Outgoing]) -> list[PublishError | None]:
+        """Publish concurrently (a confirm costs a round trip); one result per message, None when confirmed."""
+        results = await asyncio.gather(*(self.publish(m) for m in messages), return_exceptions=True)
+        out: list[PublishError | None] = []
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, PublishError):
+                raise result
+            out.append(result)
+        return out
+
+    async def _exchange(self, name: str) -> AbstractExchange:
+        exchange = self._exchanges.get(name)
+        if exchange is None:
+            assert self._channel is not None
+            exchange = await self._channel.get_exchange(name, ensure=False)
+            self._exchanges[name] = exchange
+        return exchange
+
+    async def close(self) -> None:
+        if self._connector is not None and not self._connector.done():
+            self._connector.cancel()
+            await asyncio.gather(self._connector, return_exceptions=True)
+        if self._connection is not None:
+            await self._connection.close()
+        self.ready.clear()
+
+
+def _to_amqp(message: Outgoing) -> aio_pika.Message:
+    return aio_pika.Message(
+        body=message.body,
+        headers=message.headers,
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        priority=message.priority,
+        expiration=timedelta(milliseconds=message.expiration_ms) if message.expiration_ms else None,
+        message_id=message.message_id,
+    )
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for log lines."""
+    if "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{rest.split('@', 1)[1]}"

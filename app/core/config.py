@@ -1,0 +1,80 @@
+"""Settings, read from the environment and `.env` in one place."""
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of the service; names are part of the contract."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = "sqlite+aiosqlite:///./var/app.db"
+    rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    admin_api_key: str | None = None
+    secret_encryption_key: str | None = None
+    namespace: str = Field(default="taskq", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    environment: Literal["development", "production"] = "development"
+    log_level: str = "INFO"
+    log_format: Literal["text", "json"] | None = None
+
+    rate_limit_per_minute: int = Field(default=100, ge=1)
+    max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    webhook_allow_private_networks: bool = False
+    embedded_workers: bool = False
+
+    job_timeout_seconds: float = Field(default=300, gt=0, le=1500)
+    publish_timeout_seconds: float = Field(default=5, gt=0)
+    retry_base_delay: float = Field(default=2, gt=0)
+    retry_max_delay: float = Field(default=600, gt=0)
+    lock_ttl_seconds: float = Field(default=30, gt=0)
+    shutdown_grace_seconds: float = Field(default=30, ge=0)
+
+    job_consumers_critical: int = Field(default=2, ge=0)
+    job_consumers_default: int = Field(default=4, ge=0)
+    job_consumers_bulk: int = Field(default=2, ge=0)
+    queue_type: Literal["classic", "quorum"] = "classic"
+
+    outbox_relay_interval: float = Field(default=1.0, gt=0)
+    outbox_relay_after: float = Field(default=3.0, ge=0)
+    outbox_batch_size: int = Field(default=200, ge=1)
+
+    webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
+    webhook_timeout_seconds: float = Field(default=15, gt=0)
+
+    db_pool_size: int = Field(default=10, ge=1)
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _schedule_is_numbers(cls, value: str) -> str:
+        try:
+            delays = [float(part) for part in value.split(",") if part.strip()]
+        except ValueError as exc:
+            raise ValueError("WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds, e.g. 5,300,1800") from exc
+        if any(delay <= 0 for delay in delays):
+            raise ValueError("WEBHOOK_RETRY_SCHEDULE delays must be positive")
+        return value
+
+    @property
+    def webhook_retry_delays(self) -> list[float]:
+        """The webhook retry schedule as seconds, one per retry."""
+        return [float(part) for part in self.webhook_retry_schedule.split(",") if part.strip()]
+
+    @property
+    def json_logs(self) -> bool:
+        """JSON lines in production, readable text in development, unless LOG_FORMAT says otherwise."""
+        if self.log_format is not None:
+            return self.log_format == "json"
+        return self.environment == "production"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process's settings, read once on first use."""
+    return Settings()

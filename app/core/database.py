@@ -1,0 +1,53 @@
+"""The async engine: one per process, created at start-up and passed in."""
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+# Errors that mean "the database is not reachable", as opposed to a bug in a statement.
+UNREACHABLE = (OperationalError, InterfaceError, OSError, ConnectionError)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether an exception means the database could not be reached."""
+    if isinstance(exc, UNREACHABLE):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+def make_engine(url: str, pool_size: int = 10) -> AsyncEngine:
+    """An engine for PostgreSQL, MSSQL or SQLite, with SQLite made safe for one process."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
+    if parsed.get_backend_name() == "postgresql":
+        kwargs["connect_args"] = {"timeout": 5}
+    return create_async_engine(url, **kwargs)
+
+
+def _sqlite_engine(url: str) -> AsyncEngine:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, connect_args={"timeout": 30})
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when transactions begin; then begin them IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

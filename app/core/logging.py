@@ -1,0 +1,63 @@
+"""loguru set-up: readable lines in development, JSON in production, the request id on every line."""
+
+import logging
+import sys
+from contextvars import ContextVar
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from asgi_correlation_id import correlation_id
+from loguru import logger
+
+from app.core.config import Settings
+
+if TYPE_CHECKING:
+    from loguru import Record
+
+# Workers set this from the message headers; the API's middleware sets correlation_id.
+worker_request_id: ContextVar[str | None] = ContextVar("worker_request_id", default=None)
+
+TEXT_FORMAT = (
+    "<green>{time:HH:mm:ss.SSS}</green> <level>{level: <7}</level> "
+    "<cyan>{extra[request_id]}</cyan> {name}: <level>{message}</level>"
+)
+
+
+def current_request_id() -> str | None:
+    """The request id of whatever this task is serving: an HTTP request or a job."""
+    return worker_request_id.get() or correlation_id.get()
+
+
+def _add_request_id(record: "Record") -> None:
+    record["extra"]["request_id"] = current_request_id() or "-"
+
+
+class _InterceptHandler(logging.Handler):
+    """Route the standard library's records (uvicorn, alembic) through loguru."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        frame: FrameType | None = logging.currentframe()
+        depth = 2
+        while frame is not None and frame.f_code.co_filename == logging.__file__:
+            frame = frame.f_back
+            depth += 1
+        logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
+
+
+def configure_logging(settings: Settings) -> None:
+    """Install the one log sink for this process."""
+    logger.remove()
+    logger.configure(patcher=_add_request_id)
+    if settings.json_logs:
+        logger.add(sys.stderr, level=settings.log_level, serialize=True, backtrace=False, diagnose=False)
+    else:
+        logger.add(sys.stderr, level=settings.log_level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
+    logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers = [_InterceptHandler()]
+        logging.getLogger(name).propagate = False
+    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)

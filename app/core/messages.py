@@ -1,0 +1,115 @@
+"""The message contracts the API and the workers share: job messages and job events."""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core.broker import Outgoing
+from app.core.names import Names, broker_priority, lane_of
+
+REQUEST_ID_HEADER = "x-request-id"
+RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set x-death
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes; datetimes as ISO 8601."""
+    return json.dumps(value, separators=(",", ":"), default=_default).encode()
+
+
+def _default(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class JobMessage:
+    """What a lane carries: the full job to run, so the worker needs no read to start."""
+
+    job_id: str
+    job_type: str
+    client_id: str
+    payload: Any
+    priority: int
+    max_retries: int
+    timeout_seconds: float | None
+    request_id: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "JobMessage":
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "job_id"}
+        return cls(job_id=row["id"], **fields)
+
+    @classmethod
+    def from_bytes(cls, body: bytes) -> "JobMessage":
+        data = json.loads(body)
+        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
+
+    def to_bytes(self) -> bytes:
+        return dumps(self.__dict__)
+
+
+def job_outgoing(names: Names, message: JobMessage, retry_count: int = 0) -> Outgoing:
+    """The message that puts a job in its lane."""
+    headers: dict[str, Any] = {RETRY_COUNT_HEADER: retry_count}
+    if message.request_id:
+        headers[REQUEST_ID_HEADER] = message.request_id
+    return Outgoing(
+        exchange=names.jobs_exchange,
+        routing_key=names.lane_key(lane_of(message.priority)),
+        body=message.to_bytes(),
+        headers=headers,
+        priority=broker_priority(message.priority),
+        message_id=message.job_id,
+    )
+
+
+def event_id(job_id: str, seq: int) -> str:
+    """An event's id, derived from (job id, seq) so a re-published event keeps it (rule 10)."""
+    return f"evt_{job_id.replace('-', '')}_{seq}"
+
+
+def job_event(names: Names, job: dict[str, Any], created_at: datetime) -> Outgoing:
+    """The event that follows a status change, on the events exchange as job.<type>.<status>."""
+    body = {
+        "id": event_id(job["id"], job["seq"]),
+        "type": f"job.{job['status']}",
+        "created_at": created_at,
+        "seq": job["seq"],
+        "data": {"job": public_job(job)},
+    }
+    headers = {REQUEST_ID_HEADER: job["request_id"]} if job.get("request_id") else {}
+    return Outgoing(
+        exchange=names.events_exchange,
+        routing_key=names.event_key(job["job_type"], job["status"]),
+        body=dumps(body),
+        headers=headers,
+        message_id=body["id"],
+    )
+
+
+PUBLIC_FIELDS = (
+    "id",
+    "client_id",
+    "job_type",
+    "status",
+    "priority",
+    "attempts",
+    "max_retries",
+    "payload",
+    "result",
+    "error",
+    "idempotency_key",
+    "callback_url",
+    "request_id",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+)
+
+
+def public_job(job: dict[str, Any]) -> dict[str, Any]:
+    """A job as clients see it: the contract's fields, nothing internal."""
+    return {name: job.get(name) for name in PUBLIC_FIELDS}

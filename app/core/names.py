@@ -1,0 +1,123 @@
+"""Every exchange, queue, routing key and Redis key, built from the namespace in one place."""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.core.backoff import Tier
+
+
+class Lane(StrEnum):
+    CRITICAL = "critical"
+    DEFAULT = "default"
+    BULK = "bulk"
+
+
+# Job priority 1 (most urgent) .. 10, split into lanes; inside a lane the broker's priority orders messages.
+LANE_PRIORITIES: dict[Lane, range] = {
+    Lane.CRITICAL: range(1, 4),
+    Lane.DEFAULT: range(4, 8),
+    Lane.BULK: range(8, 11),
+}
+
+
+def lane_of(priority: int) -> Lane:
+    """The lane a job of this priority travels in."""
+    for lane, priorities in LANE_PRIORITIES.items():
+        if priority in priorities:
+            return lane
+    raise ValueError(f"priority must be 1..10, got {priority}")
+
+
+def broker_priority(priority: int) -> int:
+    """AMQP priority inside the lane: higher is more urgent, so the lane's most urgent job gets the top."""
+    priorities = LANE_PRIORITIES[lane_of(priority)]
+    return priorities.stop - priority
+
+
+def lane_max_priority(lane: Lane) -> int:
+    return len(LANE_PRIORITIES[lane])
+
+
+@dataclass(frozen=True)
+class Names:
+    """Names for one deployment (or one test run), all prefixed by its namespace."""
+
+    ns: str
+
+    # -- jobs
+    @property
+    def jobs_exchange(self) -> str:
+        return f"{self.ns}.jobs"
+
+    def lane_queue(self, lane: Lane) -> str:
+        return f"{self.ns}.jobs.{lane}"
+
+    @staticmethod
+    def lane_key(lane: Lane) -> str:
+        return str(lane)
+
+    @property
+    def jobs_retry_exchange(self) -> str:
+        return f"{self.ns}.jobs.retry"
+
+    def job_tier_queue(self, lane: Lane, tier: Tier) -> str:
+        # The TTL is in the name: redeclaring a queue with other arguments fails.
+        return f"{self.ns}.jobs.{lane}.retry.{tier.ttl_ms}ms"
+
+    @property
+    def jobs_dlx(self) -> str:
+        return f"{self.ns}.jobs.dlx"
+
+    @property
+    def jobs_dlq(self) -> str:
+        return f"{self.ns}.jobs.dlq"
+
+    # -- events
+    @property
+    def events_exchange(self) -> str:
+        return f"{self.ns}.events"
+
+    @staticmethod
+    def event_key(job_type: str, status: str) -> str:
+        return f"job.{job_type}.{status}"
+
+    # -- webhooks
+    @property
+    def webhooks_exchange(self) -> str:
+        return f"{self.ns}.webhooks"
+
+    @property
+    def webhook_events_queue(self) -> str:
+        """Job events waiting to be fanned out to endpoints."""
+        return f"{self.ns}.webhooks.events"
+
+    @property
+    def webhook_deliver_queue(self) -> str:
+        return f"{self.ns}.webhooks.deliver"
+
+    @property
+    def webhook_deliver_key(self) -> str:
+        return "deliver"
+
+    @property
+    def webhooks_retry_exchange(self) -> str:
+        return f"{self.ns}.webhooks.retry"
+
+    def webhook_tier_queue(self, tier: Tier) -> str:
+        return f"{self.ns}.webhooks.retry.{tier.ttl_ms}ms"
+
+    @property
+    def webhooks_dlx(self) -> str:
+        return f"{self.ns}.webhooks.dlx"
+
+    @property
+    def webhooks_dlq(self) -> str:
+        return f"{self.ns}.webhooks.dlq"
+
+    # -- redis
+    def job_lock_key(self, job_id: str) -> str:
+        return f"{self.ns}:lock:job:{job_id}"
+
+    @property
+    def redis_prefix(self) -> str:
+        return f"{self.ns}:"

@@ -1,0 +1,40 @@
+"""The connections a process holds: database engine, Redis, broker. Opened at start-up, passed in."""
+
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.broker import Broker
+from app.core.config import Settings
+from app.core.database import make_engine
+from app.core.names import Names
+from app.core.topology import Topology, build_topology
+
+
+@dataclass
+class Resources:
+    settings: Settings
+    topology: Topology
+    engine: AsyncEngine
+    redis: "Redis"
+    broker: Broker
+
+    @property
+    def names(self) -> Names:
+        return self.topology.names
+
+    @classmethod
+    async def open(cls, settings: Settings, role: str, broker_wait: float = 5) -> "Resources":
+        """Create the clients; the broker connects in the background if it is not up yet."""
+        topology = build_topology(settings)
+        engine = make_engine(settings.database_url, settings.db_pool_size)
+        redis = Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+        broker = Broker(settings.rabbitmq_url, topology, settings.publish_timeout_seconds, name=f"{role}-publisher")
+        await broker.start(wait=broker_wait)
+        return cls(settings, topology, engine, redis, broker)
+
+    async def close(self) -> None:
+        await self.broker.close()
+        await self.redis.aclose()
+        await self.engine.dispose()

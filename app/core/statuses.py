@@ -1,0 +1,40 @@
+"""Job statuses and the transitions allowed between them: the one table code and docs share."""
+
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    DEAD_LETTERED = "dead_lettered"
+    CANCELLED = "cancelled"
+
+
+S = JobStatus
+
+# Claimable statuses may go straight to DEAD_LETTERED when a claim would exceed the retry budget.
+# RUNNING -> RUNNING is a claim of a job whose previous worker's lease expired.
+TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    S.PENDING: frozenset({S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
+    S.QUEUED: frozenset({S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
+    S.RUNNING: frozenset({S.RUNNING, S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED}),
+    S.RETRYING: frozenset({S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
+    S.DEAD_LETTERED: frozenset({S.QUEUED}),
+    S.SUCCEEDED: frozenset(),
+    S.CANCELLED: frozenset(),
+}
+
+TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED})
+
+
+def can_move(source: JobStatus, target: JobStatus) -> bool:
+    """Whether the transition table allows `source` -> `target`."""
+    return target in TRANSITIONS[source]
+
+
+def sources_of(target: JobStatus) -> list[JobStatus]:
+    """Every status from which `target` may be reached, for compare-and-set WHERE clauses."""
+    return [source for source, targets in TRANSITIONS.items() if target in targets]

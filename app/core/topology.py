@@ -1,0 +1,140 @@
+"""The RabbitMQ topology, declared explicitly (rules 1, 6, 15): exchanges, lanes, delay tiers, DLX/DLQ."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aio_pika import ExchangeType
+from aio_pika.abc import AbstractChannel
+
+from app.core.backoff import Tier, job_tiers, schedule_tiers
+from app.core.config import Settings
+from app.core.names import Lane, Names, lane_max_priority
+
+
+@dataclass(frozen=True)
+class ExchangeSpec:
+    name: str
+    type: ExchangeType
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    queue: str
+    exchange: str
+    routing_key: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Everything one namespace needs on the broker, as data, so tests can read it too."""
+
+    names: Names
+    job_tiers: list[Tier]
+    webhook_tiers: list[Tier]
+    exchanges: list[ExchangeSpec]
+    queues: list[QueueSpec]
+    bindings: list[BindingSpec]
+
+
+def _queue_args(settings: Settings, **extra: Any) -> dict[str, Any]:
+    return {"x-queue-type": settings.queue_type, **extra}
+
+
+def _lane_args(settings: Settings, names: Names, lane: Lane) -> dict[str, Any]:
+    args = _queue_args(settings, **{"x-dead-letter-exchange": names.jobs_dlx})
+    if settings.queue_type == "classic":
+        # Quorum queues on RabbitMQ 3.x take no x-max-priority: there the lanes alone carry priority.
+        args["x-max-priority"] = lane_max_priority(lane)
+    return args
+
+
+def _tier_args(settings: Settings, tier: Tier, target_exchange: str, target_key: str) -> dict[str, Any]:
+    # Dead-lettering bypasses `mandatory`: these two names decide whether a retry ever comes back.
+    return _queue_args(
+        settings,
+        **{
+            "x-message-ttl": tier.ttl_ms,
+            "x-dead-letter-exchange": target_exchange,
+            "x-dead-letter-routing-key": target_key,
+        },
+    )
+
+
+def _job_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topology:
+    queues = [QueueSpec(names.jobs_dlq, _queue_args(settings))]
+    bindings = [BindingSpec(names.jobs_dlq, names.jobs_dlx, "")]
+    for lane in Lane:
+        lane_queue = names.lane_queue(lane)
+        queues.append(QueueSpec(lane_queue, _lane_args(settings, names, lane)))
+        bindings.append(BindingSpec(lane_queue, names.jobs_exchange, names.lane_key(lane)))
+        for tier in tiers:
+            tier_queue = names.job_tier_queue(lane, tier)
+            queues.append(QueueSpec(tier_queue, _tier_args(settings, tier, names.jobs_exchange, lane)))
+            bindings.append(BindingSpec(tier_queue, names.jobs_retry_exchange, tier_queue))
+    exchanges = [
+        ExchangeSpec(names.jobs_exchange, ExchangeType.DIRECT),
+        ExchangeSpec(names.jobs_retry_exchange, ExchangeType.DIRECT),
+        ExchangeSpec(names.jobs_dlx, ExchangeType.FANOUT),
+        ExchangeSpec(names.events_exchange, ExchangeType.TOPIC),
+    ]
+    return Topology(names, tiers, [], exchanges, queues, bindings)
+
+
+def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topology:
+    dead = {"x-dead-letter-exchange": names.webhooks_dlx}
+    queues = [
+        QueueSpec(names.webhook_events_queue, _queue_args(settings, **dead)),
+        QueueSpec(names.webhook_deliver_queue, _queue_args(settings, **dead)),
+        QueueSpec(names.webhooks_dlq, _queue_args(settings)),
+    ]
+    bindings = [
+        BindingSpec(names.webhook_events_queue, names.events_exchange, "job.#"),
+        BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
+        BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),
+    ]
+    for tier in tiers:
+        tier_queue = names.webhook_tier_queue(tier)
+        args = _tier_args(settings, tier, names.webhooks_exchange, names.webhook_deliver_key)
+        queues.append(QueueSpec(tier_queue, args))
+        bindings.append(BindingSpec(tier_queue, names.webhooks_retry_exchange, tier_queue))
+    exchanges = [
+        ExchangeSpec(names.webhooks_exchange, ExchangeType.DIRECT),
+        ExchangeSpec(names.webhooks_retry_exchange, ExchangeType.DIRECT),
+        ExchangeSpec(names.webhooks_dlx, ExchangeType.FANOUT),
+    ]
+    return Topology(names, [], tiers, exchanges, queues, bindings)
+
+
+def build_topology(settings: Settings) -> Topology:
+    """The full topology for the settings' namespace, delays and queue type."""
+    names = Names(settings.namespace)
+    jobs = _job_part(settings, names, job_tiers(settings.retry_base_delay, settings.retry_max_delay))
+    hooks = _webhook_part(settings, names, schedule_tiers(settings.webhook_retry_delays))
+    return Topology(
+        names=names,
+        job_tiers=jobs.job_tiers,
+        webhook_tiers=hooks.webhook_tiers,
+        exchanges=jobs.exchanges + hooks.exchanges,
+        queues=jobs.queues + hooks.queues,
+        bindings=jobs.bindings + hooks.bindings,
+    )
+
+
+async def declare(channel: AbstractChannel, topology: Topology) -> None:
+    """Declare every exchange, queue and binding, durable; declaring twice is harmless."""
+    exchanges = {}
+    for spec in topology.exchanges:
+        exchanges[spec.name] = await channel.declare_exchange(spec.name, spec.type, durable=True)
+    queues = {}
+    for queue_spec in topology.queues:
+        queues[queue_spec.name] = await channel.declare_queue(
+            queue_spec.name, durable=True, arguments=queue_spec.arguments
+        )
+    for binding in topology.bindings:
+        await queues[binding.queue].bind(exchanges[binding.exchange], routing_key=binding.routing_key)

@@ -1,0 +1,17 @@
+"""The two kinds of failure a handler can report; retry policy decides what each means, not the handler."""
+
+
+class JobError(Exception):
+    """Base of handler failures."""
+
+
+class TransientError(JobError):
+    """Worth trying again later: a timeout, a 5xx, a dropped connection."""
+
+
+class PermanentError(JobError):
+    """Will fail the same way every time: bad input, a 4xx, a corrupt file."""
+
+
+class JobTimeout(TransientError):
+    """The attempt ran past its timeout."""

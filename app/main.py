@@ -1,0 +1,86 @@
+"""The composition root: the FastAPI app, its lifespan, and the workers it may embed."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+from asgi_correlation_id import CorrelationIdMiddleware
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from loguru import logger
+
+from app.api import errors
+from app.api.routes import api_keys, health, jobs
+from app.api.state import ApiState
+from app.core.config import Settings, get_settings
+from app.core.resources import Resources
+from app.schemas.job import JOB_REQUEST
+from app.services.api_keys import ApiKeyService
+from app.services.jobs import JobService
+from app.services.relay import make_outbox, start_relay, stop_task
+from app.workers.job_worker import JobWorker
+
+REQUEST_ID_MAX = 128
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    resources = await Resources.open(settings, role="api")
+    outbox = make_outbox(resources)
+    relay = start_relay(resources, outbox)
+    state = ApiState(
+        resources=resources,
+        jobs=JobService(resources.engine, resources.broker, outbox, resources.names),
+        keys=ApiKeyService(resources.engine, settings.admin_api_key),
+        workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},
+    )
+    job_worker = JobWorker(resources, outbox) if settings.embedded_workers else None
+    if job_worker is not None:
+        await job_worker.start()
+        state.workers["job_worker"] = job_worker.report
+    app.state.api = state
+    logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
+    try:
+        yield
+    finally:
+        if job_worker is not None:
+            await job_worker.stop()
+        await stop_task(relay)
+        await outbox.flush()
+        await resources.close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The API application; nothing connects until its lifespan starts."""
+    app = FastAPI(
+        title="Task queue",
+        version="1.0.0",
+        description="Submit jobs over REST; workers run them; results reach you as signed webhooks.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings or get_settings()
+    app.add_middleware(
+        CorrelationIdMiddleware,
+        header_name="X-Request-ID",
+        validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
+    )
+    errors.install(app)
+    for module in (health, api_keys, jobs):
+        app.include_router(module.router)
+    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema plus the job request union, so each job type's payload shows in /docs."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    request = JOB_REQUEST.json_schema(ref_template="#/components/schemas/{model}")
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(request.pop("$defs", {}))
+    components["JobRequest"] = request
+    app.openapi_schema = schema
+    return schema

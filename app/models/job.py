@@ -1,0 +1,68 @@
+"""Jobs and their audit trail."""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base
+from app.models.types import BigId, UTCDateTime
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(64))
+    job_type: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[int] = mapped_column(Integer)
+    max_retries: Mapped[int] = mapped_column(Integer)
+    timeout_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # attempts: runs in the current retry budget; runs: every run ever (the fencing token); seq: status changes.
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    seq: Mapped[int] = mapped_column(Integer, default=0)
+    payload: Mapped[Any] = mapped_column(JSON)
+    result: Mapped[Any | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    dead_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    callback_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    request_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (
+        # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
+        Index(
+            "uq_jobs_client_idempotency",
+            "client_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+            sqlite_where=text("idempotency_key IS NOT NULL"),
+            mssql_where=text("idempotency_key IS NOT NULL"),
+        ),
+        Index("ix_jobs_client_created", "client_id", "created_at", "id"),
+        Index("ix_jobs_created", "created_at", "id"),
+        Index("ix_jobs_status_next", "status", "next_attempt_at"),
+    )
+
+
+class JobEvent(Base):
+    """One row of a job's audit trail."""
+
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(36), ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    event: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,14 @@
+"""The tables as SQLAlchemy Core objects, for the hot paths that skip the ORM."""
+
+from typing import cast
+
+from sqlalchemy import Table
+
+from app.models.api_key import ApiKey
+from app.models.job import Job, JobEvent
+from app.models.outbox import OutboxMessage
+
+JOBS = cast(Table, Job.__table__)
+JOB_EVENTS = cast(Table, JobEvent.__table__)
+OUTBOX = cast(Table, OutboxMessage.__table__)
+API_KEYS = cast(Table, ApiKey.__table__)

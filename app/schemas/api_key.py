@@ -1,0 +1,31 @@
+"""API key requests and responses."""
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    client_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")
+    admin: bool = False
+
+
+class ApiKeyOut(BaseModel):
+    id: str
+    client_id: str
+    admin: bool
+    prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class ApiKeyCreated(BaseModel):
+    """The one answer that ever shows the key itself."""
+
+    id: str
+    client_id: str
+    admin: bool
+    api_key: str
+    created_at: datetime

@@ -1,0 +1,82 @@
+"""Job requests and responses as clients see them."""
+
+import functools
+import operator
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+
+from app.handlers.base import JobType
+from app.handlers.registry import JOB_TYPES
+
+MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
+
+
+class JobOptions(BaseModel):
+    """Everything a submit may say besides the type and payload."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priority: int = Field(default=5, ge=1, le=10, description="1 is most urgent, 10 least.")
+    max_retries: int = Field(default=3, ge=0, le=10, description="Retries after the first attempt.")
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
+    callback_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
+    # Each job type's request model narrows these two: job_type to its name, payload to its model.
+    job_type: str
+    payload: Any
+
+
+def _request_model(job_type: JobType) -> type[JobOptions]:
+    tag: Any = Literal[job_type.name]
+    return create_model(
+        f"{job_type.name.title()}JobRequest",
+        __base__=JobOptions,
+        __doc__=job_type.description,
+        job_type=(tag, ...),
+        payload=(job_type.payload_model, ...),
+    )
+
+
+REQUEST_MODELS = tuple(_request_model(job_type) for job_type in JOB_TYPES.values())
+
+_ANY_REQUEST: Any = Annotated[functools.reduce(operator.or_, REQUEST_MODELS), Field(discriminator="job_type")]
+
+# The body of POST /jobs: a union discriminated by job_type, so each type shows its own payload in OpenAPI.
+JOB_REQUEST: TypeAdapter[JobOptions] = TypeAdapter(_ANY_REQUEST)
+
+
+class JobOut(BaseModel):
+    """A job, as every endpoint returns it."""
+
+    id: str
+    client_id: str
+    job_type: str
+    status: str
+    priority: int
+    attempts: int
+    max_retries: int
+    payload: Any
+    result: Any | None
+    error: dict[str, Any] | None
+    idempotency_key: str | None
+    callback_url: str | None
+    request_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+class JobEventOut(BaseModel):
+    """One row of the audit trail."""
+
+    event: str
+    detail: dict[str, Any]
+    created_at: datetime

@@ -1,0 +1,157 @@
+"""The outbox (rule 2): messages committed with their DB change, published right after, relayed if not."""
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from loguru import logger
+from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.broker import Broker, Outgoing
+from app.core.database import is_unreachable
+from app.models.tables import OUTBOX
+from app.models.types import utcnow
+
+RELAY_LOCK_SECONDS = 60
+
+# Called in the same transaction that deletes a published job message's row (pending -> queued).
+AfterJobPublish = Callable[[AsyncConnection, str], Awaitable[list["Pending"]]]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A committed outbox row and the message it holds."""
+
+    id: int
+    message: Outgoing
+    job_id: str | None = None
+
+
+async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = None) -> Pending:
+    """Stage a message in the caller's transaction; it is published after the commit."""
+    result = await conn.execute(
+        insert(OUTBOX).values(
+            exchange=message.exchange,
+            routing_key=message.routing_key,
+            body=message.body,
+            headers=message.headers,
+            priority=message.priority,
+            job_id=job_id,
+            created_at=utcnow(),
+        )
+    )
+    key = result.inserted_primary_key
+    assert key is not None
+    return Pending(int(key[0]), message, job_id)
+
+
+async def drop(conn: AsyncConnection, ids: list[int]) -> None:
+    """Delete published rows, in the caller's transaction."""
+    await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
+
+
+def _from_row(row: Any) -> Pending:
+    message = Outgoing(row.exchange, row.routing_key, row.body, dict(row.headers or {}), row.priority)
+    return Pending(row.id, message, row.job_id)
+
+
+class Outbox:
+    """Publishes staged messages, forgets them in batches, and relays whatever the fast path missed."""
+
+    def __init__(self, engine: AsyncEngine, broker: Broker, relay_after: float, batch_size: int) -> None:
+        self._engine = engine
+        self._broker = broker
+        self._relay_after = relay_after
+        self._batch_size = batch_size
+        self._sent: list[int] = []
+        self._tasks: set[asyncio.Task[bool]] = set()
+        self.after_job_publish: AfterJobPublish | None = None
+
+    def publish_soon(self, staged: list[Pending]) -> None:
+        """Publish in the background, so a caller's answer does not wait on the confirm."""
+        task = asyncio.create_task(self.publish(staged))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def publish(self, staged: list[Pending]) -> bool:
+        """Fast path for events: publish now, delete the rows soon (the relay retries any that fail)."""
+        if not staged:
+            return True
+        results = await self._broker.publish_many([p.message for p in staged])
+        self._sent.extend(p.id for p, error in zip(staged, results, strict=True) if error is None)
+        return all(error is None for error in results)
+
+    async def _confirmed(self, rows: list[Pending]) -> list[Pending]:
+        """Record that these rows reached the broker; return the events that follow from it."""
+        follow: list[Pending] = []
+        async with self._engine.begin() as conn:
+            for row in rows:
+                if row.job_id is not None and self.after_job_publish is not None:
+                    follow.extend(await self.after_job_publish(conn, row.job_id))
+            await drop(conn, [r.id for r in rows])
+        return follow
+
+    async def flush(self) -> None:
+        """Delete the rows of messages that were confirmed."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._sent:
+            batch, self._sent = self._sent[: self._batch_size], self._sent[self._batch_size :]
+            async with self._engine.begin() as conn:
+                await drop(conn, batch)
+
+    async def relay_once(self) -> int:
+        """Publish rows older than `relay_after` that nobody else is relaying; return how many went out."""
+        rows = await self._claim()
+        if not rows:
+            return 0
+        results = await self._broker.publish_many([r.message for r in rows])
+        done = [row for row, error in zip(rows, results, strict=True) if error is None]
+        if done:
+            await self.publish(await self._confirmed(done))
+            logger.info("relayed {} outbox message(s)", len(done))
+        return len(done)
+
+    async def _claim(self) -> list[Pending]:
+        now = utcnow()
+        token = str(uuid.uuid4())
+        candidates = (
+            select(OUTBOX.c.id)
+            .where(OUTBOX.c.created_at < now - timedelta(seconds=self._relay_after))
+            .where(or_(OUTBOX.c.locked_until.is_(None), OUTBOX.c.locked_until < now))
+            .order_by(OUTBOX.c.id)
+            .limit(self._batch_size)
+        )
+        async with self._engine.begin() as conn:
+            ids = list((await conn.execute(candidates)).scalars())
+            if not ids:
+                return []
+            lock_until = now + timedelta(seconds=RELAY_LOCK_SECONDS)
+            await conn.execute(
+                update(OUTBOX)
+                .where(OUTBOX.c.id.in_(ids))
+                .where(or_(OUTBOX.c.locked_until.is_(None), OUTBOX.c.locked_until < now))
+                .values(locked_by=token, locked_until=lock_until)
+            )
+            rows = await conn.execute(select(OUTBOX).where(OUTBOX.c.locked_by == token).order_by(OUTBOX.c.id))
+            return [_from_row(row) for row in rows]
+
+    async def run(self, interval: float, extra: Callable[[], Awaitable[object]] | None = None) -> None:
+        """The relay loop (a background task): flush, relay, run `extra`, sleep; never dies of an error."""
+        while True:
+            try:
+                await self.flush()
+                if self._broker.is_up:
+                    await self.relay_once()
+                    if extra is not None:
+                        await extra()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the relay must outlive any one failure
+                level = "WARNING" if is_unreachable(exc) else "ERROR"
+                logger.opt(exception=level == "ERROR").log(level, "outbox relay: {}", exc)
+            await asyncio.sleep(interval)

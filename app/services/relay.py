@@ -1,0 +1,36 @@
+"""Wiring of the outbox and its relay, shared by the API and worker processes."""
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.core.resources import Resources
+from app.services.jobs import mark_queued
+from app.services.outbox import Outbox, Pending
+from app.services.overdue import republish_overdue
+
+
+def make_outbox(resources: Resources) -> Outbox:
+    """The outbox with its relay settings; a publish must time out before the relay may take its row."""
+    settings = resources.settings
+    relay_after = max(settings.outbox_relay_after, settings.publish_timeout_seconds + 1)
+    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size)
+    outbox.after_job_publish = partial(_mark_queued, resources)
+    return outbox
+
+
+async def _mark_queued(resources: Resources, conn: AsyncConnection, job_id: str) -> list[Pending]:
+    return await mark_queued(conn, resources.names, job_id)
+
+
+def start_relay(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":
+    """The relay as a background task: unsent outbox rows, then overdue retries."""
+    extra = partial(republish_overdue, resources)
+    return asyncio.create_task(outbox.run(resources.settings.outbox_relay_interval, extra), name="outbox-relay")
+
+
+async def stop_task(task: "asyncio.Task[Any]") -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

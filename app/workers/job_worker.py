@@ -1,0 +1,277 @@
+"""The job worker: prefetch-1 consumers per lane that claim, lock, run, retry or dead-letter, and ack last."""
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from loguru import logger
+
+from app.core.backoff import Tier, jittered_ms, tier_for_wait
+from app.core.broker import Broker, Outgoing, PublishError
+from app.core.logging import worker_request_id
+from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
+from app.core.names import Lane, lane_of
+from app.core.resources import Resources
+from app.core.topology import QueueSpec
+from app.handlers.base import JobContext
+from app.models.types import utcnow
+from app.services.outbox import Outbox
+from app.workers.job_store import Claimed, Defer, Drop, JobStore, ToDeadLetters
+from app.workers.lock import Held, JobLock
+from app.workers.retry_policy import DeadLetter, decide, error_of
+from app.workers.runner import run_attempt
+
+REQUEUE_PAUSE = 1.0
+
+
+@dataclass
+class Consumer:
+    lane: Lane
+    channel: AbstractChannel
+    queue: AbstractQueue
+    tag: str
+
+
+@dataclass
+class JobWorker:
+    """Consumes the job lanes; one channel with prefetch 1 per consumer (rule 7)."""
+
+    resources: Resources
+    outbox: Outbox
+    name: str = "job_worker"
+    consumers: list[Consumer] = field(default_factory=list)
+    inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
+    state: str = "stopped"
+    processed: int = 0
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        settings = self.resources.settings
+        self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
+        self.publisher: Broker = self.resources.broker
+        self.intake = Broker(
+            settings.rabbitmq_url,
+            self.resources.topology,
+            settings.publish_timeout_seconds,
+            name=f"{self.name}-consumer",
+        )
+        self._starter: asyncio.Task[None] | None = None
+
+    def counts(self) -> dict[Lane, int]:
+        settings = self.resources.settings
+        return {
+            Lane.CRITICAL: settings.job_consumers_critical,
+            Lane.DEFAULT: settings.job_consumers_default,
+            Lane.BULK: settings.job_consumers_bulk,
+        }
+
+    async def start(self) -> None:
+        """Connect (retrying until the broker is up) and start the consumers, in the background."""
+        await self.intake.start()
+        self._starter = asyncio.create_task(self._start_consumers(), name=f"{self.name}-start")
+
+    async def _start_consumers(self) -> None:
+        await self.intake.ready.wait()
+        specs = {spec.name: spec for spec in self.resources.topology.queues}
+        for lane, count in self.counts().items():
+            for _ in range(count):
+                self.consumers.append(await self._consume(lane, specs[self.resources.names.lane_queue(lane)]))
+        self.state = "running"
+        logger.info("{} consuming: {}", self.name, {str(k): v for k, v in self.counts().items()})
+
+    async def _consume(self, lane: Lane, spec: QueueSpec) -> Consumer:
+        channel = await self.intake.connection.channel()
+        await channel.set_qos(prefetch_count=1)
+        # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
+        queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
+        tag = await queue.consume(self._on_message)
+        return Consumer(lane, channel, queue, tag)
+
+    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.inflight.add(task)
+        try:
+            await self._handle(message)
+        except asyncio.CancelledError:
+            raise  # not acked: the broker redelivers it
+        except Exception:
+            self.failed += 1
+            logger.exception("{} could not handle a message; returning it for redelivery", self.name)
+            # Unacked under prefetch 1 would stall this consumer: pause (no hot loop), then requeue it.
+            await asyncio.sleep(REQUEUE_PAUSE)
+            with contextlib.suppress(Exception):
+                await message.nack(requeue=True)
+        finally:
+            self.inflight.discard(task)
+
+    async def _handle(self, message: AbstractIncomingMessage) -> None:
+        try:
+            job_message = JobMessage.from_bytes(message.body)
+        except (ValueError, TypeError):
+            logger.error("malformed job message {}; rejecting it into the DLQ", message.message_id)
+            await message.reject(requeue=False)
+            return
+        worker_request_id.set(job_message.request_id or job_message.job_id)
+        lock = JobLock(
+            self.resources.redis,
+            self.resources.names.job_lock_key(job_message.job_id),
+            round(self.resources.settings.lock_ttl_seconds * 1000),
+        )
+        held, seconds_left = await lock.acquire()
+        if held is Held.THEIRS:
+            await self._defer(message, job_message, seconds_left)
+            return
+        try:
+            await self._claim_and_run(message, job_message, lock)
+        finally:
+            if held is Held.OURS:
+                await lock.release()
+
+    async def _claim_and_run(self, message: AbstractIncomingMessage, job_message: JobMessage, lock: JobLock) -> None:
+        verdict = await self.store.claim(job_message.job_id)
+        match verdict:
+            case Drop(why):
+                logger.info("dropping message for job {}: {}", job_message.job_id, why)
+                await message.ack()
+            case ToDeadLetters(events):
+                await self.outbox.publish(events)
+                await message.reject(requeue=False)
+            case Defer(seconds):
+                await self._defer(message, job_message, seconds)
+            case Claimed(job, events):
+                self.outbox.publish_soon(events)
+                await self._run(message, job, lock)
+
+    async def _run(self, message: AbstractIncomingMessage, job: dict[str, Any], lock: JobLock) -> None:
+        settings = self.resources.settings
+        timeout = job["timeout_seconds"] or settings.job_timeout_seconds
+        ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"])
+        attempt = asyncio.create_task(run_attempt(ctx, job["payload"], timeout))
+        heartbeat = asyncio.create_task(self._heartbeat(job, lock, attempt))
+        try:
+            result = await attempt
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                attempt.cancel()
+                raise  # shutting down: unacked, so the broker redelivers it
+            logger.warning("job {} belongs to a newer run now; dropping this copy", job["id"])
+            await message.ack()
+            return
+        except Exception as exc:
+            await self._failed(message, job, exc)
+            return
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        event = await self.store.succeed(job, result)
+        self.processed += 1
+        await self._settle(message, event, ack=True)
+
+    async def _failed(self, message: AbstractIncomingMessage, job: dict[str, Any], exc: Exception) -> None:
+        error = error_of(exc)
+        tiers = self.resources.topology.job_tiers
+        plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
+        self.failed += 1
+        if isinstance(plan, DeadLetter):
+            logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
+            event = await self.store.dead_letter(job, error, plan)
+            await self._settle(message, event, ack=False)
+            return
+        logger.info(
+            "job {} attempt {} failed, retrying in ~{}s: {}",
+            job["id"],
+            job["attempts"],
+            plan.tier.delay,
+            error["message"],
+        )
+        event = await self.store.retry(job, error, plan)
+        if event is not None:
+            job_message = JobMessage.from_row(job)
+            await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
+        await self._settle(message, event, ack=True)
+
+    async def _settle(self, message: AbstractIncomingMessage, event: Any, ack: bool) -> None:
+        """After the commit: publish the event and ack (or reject into the DLQ), concurrently.
+
+        No event means a newer run owns the job (we were fenced out): that run settles it, so ack ours.
+        """
+        events = [event] if event is not None else []
+        settle = message.ack() if ack or event is None else message.reject(requeue=False)
+        await asyncio.gather(self.outbox.publish(events), settle)
+
+    async def _defer(self, message: AbstractIncomingMessage, job_message: JobMessage, seconds: float) -> None:
+        tier = tier_for_wait(self.resources.topology.job_tiers, seconds)
+        retry_count = _int_header(message, RETRY_COUNT_HEADER)
+        await self._to_tier(message, job_message, tier, jittered_ms(tier), retry_count)
+        await message.ack()
+
+    async def _to_tier(
+        self,
+        message: AbstractIncomingMessage,
+        job_message: JobMessage,
+        tier: Tier,
+        expiration_ms: int,
+        retry_count: int,
+    ) -> None:
+        """Publish the job's message into its lane's delay tier; raising leaves the original unacked."""
+        names = self.resources.names
+        queue = names.job_tier_queue(lane_of(job_message.priority), tier)
+        headers: dict[str, Any] = {RETRY_COUNT_HEADER: retry_count}
+        if job_message.request_id:
+            headers[REQUEST_ID_HEADER] = job_message.request_id
+        outgoing = Outgoing(
+            names.jobs_retry_exchange, queue, message.body, headers, message.priority, expiration_ms, job_message.job_id
+        )
+        try:
+            await self.publisher.publish(outgoing)
+        except PublishError:
+            logger.warning("could not move job {} to its delay tier; leaving it for redelivery", job_message.job_id)
+            raise
+
+    async def _heartbeat(self, job: dict[str, Any], lock: JobLock, attempt: "asyncio.Task[Any]") -> None:
+        """Renew the DB lease and the Redis lock together while the handler runs; stop a fenced-out run."""
+        interval = self.resources.settings.lock_ttl_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                ours = await self.store.renew(job)
+            except Exception as exc:
+                logger.warning("could not renew the lease of job {}: {}", job["id"], exc)
+                continue
+            if not ours:
+                logger.warning("job {} was taken over by another worker; abandoning this run", job["id"])
+                attempt.cancel()
+                return
+            await lock.renew()
+
+    def report(self) -> str:
+        return self.state
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop taking messages, let in-flight jobs finish within the grace period, then close (rule 9)."""
+        grace = self.resources.settings.shutdown_grace_seconds if grace is None else grace
+        if self._starter is not None and not self._starter.done():
+            self._starter.cancel()
+            await asyncio.gather(self._starter, return_exceptions=True)
+        for consumer in self.consumers:
+            with contextlib.suppress(Exception):
+                await consumer.queue.cancel(consumer.tag)
+        if self.inflight:
+            logger.info("{} waiting up to {}s for {} in-flight job(s)", self.name, grace, len(self.inflight))
+            _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.intake.close()
+        self.consumers.clear()
+        self.state = "stopped"
+
+
+def _int_header(message: AbstractIncomingMessage, name: str) -> int:
+    value = (message.headers or {}).get(name)
+    return value if isinstance(value, int) else 0

@@ -1,0 +1,56 @@
+"""What a failed attempt means: retry after a backoff tier, or dead-letter. The one place that decides."""
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.core.backoff import Tier, jittered_ms, tier_for_retry
+from app.handlers.errors import JobTimeout, PermanentError
+
+
+class DeadReason:
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    PERMANENT_ERROR = "permanent_error"
+    TIMEOUT = "timeout"
+    WORKER_LOST = "worker_lost"
+
+
+@dataclass(frozen=True)
+class Retry:
+    tier: Tier
+    expiration_ms: int
+    next_attempt_at: datetime
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    reason: str
+
+
+def error_of(exc: BaseException) -> dict[str, Any]:
+    """How an error is stored and shown: its type and message."""
+    return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+
+
+def budget(max_retries: int) -> int:
+    """Attempts a job may make in one retry budget."""
+    return max_retries + 1
+
+
+def decide(
+    exc: BaseException,
+    attempts: int,
+    max_retries: int,
+    tiers: list[Tier],
+    now: datetime,
+    rng: random.Random | None = None,
+) -> Retry | DeadLetter:
+    """Permanent errors die at once; anything else retries while the budget lasts (unexpected = transient)."""
+    if isinstance(exc, PermanentError):
+        return DeadLetter(DeadReason.PERMANENT_ERROR)
+    if attempts >= budget(max_retries):
+        return DeadLetter(DeadReason.TIMEOUT if isinstance(exc, JobTimeout) else DeadReason.RETRIES_EXHAUSTED)
+    tier = tier_for_retry(tiers, attempts)
+    # Due at the tier's lower bound; the message's own expiration falls in [delay, 1.2 x delay].
+    return Retry(tier, jittered_ms(tier, rng), now + timedelta(seconds=tier.delay))
