@@ -82,6 +82,7 @@ def upgrade() -> None:
         sa.Column("body", sa.LargeBinary, nullable=False),
         sa.Column("headers", sa.JSON, nullable=False),
         sa.Column("priority", sa.Integer, nullable=True),
+        sa.Column("message_id", sa.String(64), nullable=True),
         sa.Column("job_id", sa.String(36), nullable=True),
         sa.Column("created_at", UTCDateTime, nullable=False),
         sa.Column("locked_by", sa.String(36), nullable=True),

@@ -7,6 +7,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from loguru import logger
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.database import is_unreachable
@@ -73,6 +74,8 @@ async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # DBAPIError and OSError come here through ExceptionMiddleware (a clean answer, nothing re-raised);
+    # anything else through ServerErrorMiddleware, which logs it again after this answer.
     if is_unreachable(exc):
         logger.warning("database unreachable during {} {}: {}", request.method, request.url.path, exc)
         detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
@@ -88,4 +91,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _request_validation)
-    app.add_exception_handler(Exception, _unexpected)
+    for kind in (DBAPIError, OSError, Exception):
+        app.add_exception_handler(kind, _unexpected)

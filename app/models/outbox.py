@@ -19,6 +19,7 @@ class OutboxMessage(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
     priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # Set for a job's own message: once confirmed, the job moves pending -> queued.
     job_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

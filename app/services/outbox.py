@@ -40,6 +40,7 @@ async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = Non
             body=message.body,
             headers=message.headers,
             priority=message.priority,
+            message_id=message.message_id,
             job_id=job_id,
             created_at=utcnow(),
         )
@@ -55,7 +56,9 @@ async def drop(conn: AsyncConnection, ids: list[int]) -> None:
 
 
 def _from_row(row: Any) -> Pending:
-    message = Outgoing(row.exchange, row.routing_key, row.body, dict(row.headers or {}), row.priority)
+    message = Outgoing(
+        row.exchange, row.routing_key, row.body, dict(row.headers or {}), row.priority, message_id=row.message_id
+    )
     return Pending(row.id, message, row.job_id)
 
 

@@ -1,0 +1,145 @@
+"""Fixtures: one namespace and one fresh PostgreSQL database per test run, against the real services."""
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from app.core.config import Settings
+from app.core.topology import build_topology
+from app.main import create_app
+from tests.support import ROOT, Api, BrokerProbe
+
+NS = "t" + uuid.uuid4().hex[:10]
+DB_NAME = f"taskq_{NS}"
+PG_URL = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{DB_NAME}"
+ADMIN_KEY = "tq_admin_" + uuid.uuid4().hex
+RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+# Short delays everywhere: the same behaviour, only faster.
+TEST_SETTINGS: dict[str, Any] = {
+    "database_url": PG_URL,
+    "rabbitmq_url": RABBITMQ_URL,
+    "redis_url": REDIS_URL,
+    "namespace": NS,
+    "admin_api_key": ADMIN_KEY,
+    "retry_base_delay": 0.2,
+    "retry_max_delay": 1.6,
+    "lock_ttl_seconds": 3,
+    "publish_timeout_seconds": 2,
+    "outbox_relay_after": 0,
+    "outbox_relay_interval": 0.2,
+    "webhook_retry_schedule": "0.2,0.4",
+    "shutdown_grace_seconds": 10,
+    "job_consumers_critical": 1,
+    "job_consumers_default": 2,
+    "job_consumers_bulk": 1,
+    "embedded_workers": False,
+    "log_level": "WARNING",
+}
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for this test run; `.env` is never read."""
+    return Settings(_env_file=None, **{**TEST_SETTINGS, **overrides})  # type: ignore[call-arg]
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The same settings as environment variables, for subprocesses."""
+    env = {k: v for k, v in os.environ.items() if not k.isupper() or k in ("PATH", "HOME", "LANG")}
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            env[name.upper()] = str(value).lower() if isinstance(value, bool) else str(value)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _psql(sql: str) -> None:
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc", sql],
+        check=True,
+        capture_output=True,
+    )
+
+
+def migrate(url: str) -> None:
+    """Run `python -m app migrate` against `url`, as an operator would."""
+    env = settings_env(make_settings(database_url=url))
+    result = subprocess.run([sys.executable, "-m", "app", "migrate"], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture(scope="session", autouse=True)
+def postgres_database() -> Iterator[str]:
+    _psql(f'CREATE DATABASE "{DB_NAME}"')
+    try:
+        migrate(PG_URL)
+        yield PG_URL
+    finally:
+        _psql(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def clean_namespace() -> AsyncIterator[None]:
+    """Remove this run's exchanges, queues and Redis keys afterwards."""
+    yield
+    topology = build_topology(make_settings())
+    connection = await aio_pika.connect(RABBITMQ_URL)
+    async with connection:
+        channel = await connection.channel()
+        for queue in topology.queues:
+            await channel.queue_delete(queue.name)
+        for exchange in topology.exchanges:
+            await channel.exchange_delete(exchange.name)
+    redis = Redis.from_url(REDIS_URL)
+    keys = [key async for key in redis.scan_iter(match=f"{NS}:*")]
+    if keys:
+        await redis.delete(*keys)
+    await redis.aclose()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+async def api(settings: Settings) -> AsyncIterator[Api]:
+    """The API in this process, lifespan and all, behind an httpx client."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
+            yield Api(app, client, ADMIN_KEY)
+
+
+@pytest.fixture
+async def broker() -> AsyncIterator[BrokerProbe]:
+    """A separate connection for looking into queues the way an operator would."""
+    probe = await BrokerProbe.connect(RABBITMQ_URL, build_topology(make_settings()))
+    try:
+        yield probe
+    finally:
+        await probe.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+    migrate(url)
+    return url
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("broker_restart"):
+            item.add_marker(pytest.mark.slow)

@@ -1,0 +1,199 @@
+"""Test helpers: an API client, a broker probe, polling, service control and subprocesses."""
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aio_pika
+import httpx
+from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
+from fastapi import FastAPI
+
+from app.core.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
+
+
+async def wait_for(check: Callable[[], Awaitable[T]], timeout: float = 15, interval: float = 0.05) -> T:
+    """Poll `check` until it returns something truthy; fail with the last value after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    value = await check()
+    while not value:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last value: {value!r})")
+        await asyncio.sleep(interval)
+        value = await check()
+    return value
+
+
+@dataclass
+class Api:
+    app: FastAPI
+    client: httpx.AsyncClient
+    admin_key: str
+
+    @property
+    def admin(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_key}"}
+
+    async def new_client(self, client_id: str) -> dict[str, str]:
+        """Headers carrying a fresh key for `client_id`."""
+        answer = await self.client.post("/api/v1/api-keys", json={"client_id": client_id}, headers=self.admin)
+        assert answer.status_code == 201, answer.text
+        return {"Authorization": f"Bearer {answer.json()['api_key']}"}
+
+    async def submit(self, headers: dict[str, str], **body: Any) -> httpx.Response:
+        body.setdefault("job_type", "echo")
+        body.setdefault("payload", {"n": 1})
+        return await self.client.post("/api/v1/jobs", json=body, headers=headers)
+
+    async def job(self, headers: dict[str, str], job_id: str) -> dict[str, Any]:
+        answer = await self.client.get(f"/api/v1/jobs/{job_id}", headers=headers)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result
+
+
+@dataclass
+class BrokerProbe:
+    connection: AbstractConnection
+    channel: AbstractChannel
+    topology: Topology
+
+    @classmethod
+    async def connect(cls, url: str, topology: Topology) -> "BrokerProbe":
+        connection = await aio_pika.connect(url)
+        return cls(connection, await connection.channel(), topology)
+
+    async def depth(self, queue: str) -> int:
+        declared = await self.channel.declare_queue(queue, passive=True)
+        count = declared.declaration_result.message_count
+        assert count is not None
+        return count
+
+    async def consumers(self, queue: str) -> int:
+        declared = await self.channel.declare_queue(queue, passive=True)
+        return declared.declaration_result.consumer_count or 0
+
+    async def take_all(self, queue: str) -> list[AbstractIncomingMessage]:
+        """Remove and return every message now in `queue`."""
+        declared = await self.channel.declare_queue(queue, passive=True)
+        messages = []
+        while (message := await declared.get(no_ack=True, fail=False)) is not None:
+            messages.append(message)
+        return messages
+
+    async def purge(self, *queues: str) -> None:
+        for name in queues:
+            declared = await self.channel.declare_queue(name, passive=True)
+            await declared.purge()
+
+    async def close(self) -> None:
+        await self.connection.close()
+
+
+def rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
+
+
+@contextlib.contextmanager
+def rabbitmq_stopped() -> Iterator[None]:
+    """Stop the RabbitMQ application for the block; always start it again."""
+    rabbitmqctl("stop_app")
+    try:
+        yield
+    finally:
+        rabbitmqctl("start_app")
+        rabbitmqctl("await_startup")
+
+
+@contextlib.contextmanager
+def redis_stopped() -> Iterator[None]:
+    """Stop the local Redis for the block; always start it again with the machine's own command."""
+    subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"], capture_output=True, timeout=30)
+    try:
+        yield
+    finally:
+        subprocess.run(
+            [
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "-::1",
+                "--port",
+                "6379",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                "/var/lib/redis",
+                "--logfile",
+                "/var/log/redis/ci.log",
+            ],
+            check=True,
+            timeout=30,
+        )
+        deadline = time.monotonic() + 20
+        while subprocess.run(["redis-cli", "-h", "127.0.0.1", "ping"], capture_output=True).stdout.strip() != b"PONG":
+            if time.monotonic() > deadline:
+                raise RuntimeError("Redis did not come back")
+            time.sleep(0.2)
+
+
+@dataclass
+class Process:
+    """A service process started by a test: `python -m app ...`."""
+
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def terminate(self, timeout: float = 30) -> int:
+        self.popen.send_signal(signal.SIGTERM)
+        return self.popen.wait(timeout)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def app_process(args: list[str], env: dict[str, str], log: Path) -> AsyncIterator[Process]:
+    """Run `python -m app <args>`; killed on the way out whatever happens."""
+    with log.open("wb") as out:
+        popen = subprocess.Popen([sys.executable, "-m", "app", *args], env=env, cwd=ROOT, stdout=out, stderr=out)
+    process = Process(popen, log)
+    try:
+        yield process
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+            popen.wait(10)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def env_without_dotenv(env: dict[str, str]) -> dict[str, str]:
+    """Subprocesses run in the repo root, where a developer's `.env` may exist: settings in env win anyway."""
+    return {**env, "PYTHONUNBUFFERED": "1", **{k: v for k, v in os.environ.items() if k == "PATH"}}

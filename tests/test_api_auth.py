@@ -1,0 +1,48 @@
+"""API keys and per-client isolation."""
+
+from tests.support import Api
+
+
+async def test_no_key_bad_key_and_revoked_key_get_401(api: Api) -> None:
+    assert (await api.client.get("/api/v1/jobs")).status_code == 401
+    bad = await api.client.get("/api/v1/jobs", headers={"Authorization": "Bearer tq_nonsense"})
+    assert bad.status_code == 401
+    assert bad.json()["code"] == "unauthorized"
+
+    created = await api.client.post("/api/v1/api-keys", json={"client_id": "acme"}, headers=api.admin)
+    assert created.status_code == 201
+    key = created.json()
+    assert key["client_id"] == "acme" and key["api_key"].startswith("tq_")
+    headers = {"Authorization": f"Bearer {key['api_key']}"}
+    assert (await api.client.get("/api/v1/jobs", headers=headers)).status_code == 200
+
+    revoked = await api.client.delete(f"/api/v1/api-keys/{key['id']}", headers=api.admin)
+    assert revoked.status_code == 204
+    assert (await api.client.get("/api/v1/jobs", headers=headers)).status_code == 401
+    again = await api.client.delete(f"/api/v1/api-keys/{key['id']}", headers=api.admin)
+    assert again.status_code == 404
+
+
+async def test_key_management_needs_admin_and_never_shows_keys(api: Api) -> None:
+    client = await api.new_client("plain")
+    forbidden = await api.client.post("/api/v1/api-keys", json={"client_id": "x"}, headers=client)
+    assert forbidden.status_code == 403
+    listed = await api.client.get("/api/v1/api-keys", headers=api.admin)
+    assert listed.status_code == 200
+    assert listed.json() and all("api_key" not in row and "key_hash" not in row for row in listed.json())
+    bad = await api.client.post("/api/v1/api-keys", json={"client_id": "has space"}, headers=api.admin)
+    assert bad.status_code == 422
+
+
+async def test_another_clients_job_is_404_everywhere(api: Api) -> None:
+    alice, bob = await api.new_client("alice"), await api.new_client("bob")
+    job = (await api.submit(alice, payload={"secret": 1})).json()
+    for path in (f"/api/v1/jobs/{job['id']}", f"/api/v1/jobs/{job['id']}/events"):
+        answer = await api.client.get(path, headers=bob)
+        assert answer.status_code == 404
+        assert answer.json()["code"] == "not_found"
+        assert (await api.client.get(path, headers=alice)).status_code == 200
+    bobs = (await api.client.get("/api/v1/jobs", headers=bob)).json()["items"]
+    assert job["id"] not in [j["id"] for j in bobs]
+    seen_by_admin = await api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.admin)
+    assert seen_by_admin.json()["client_id"] == "alice"

@@ -1,0 +1,98 @@
+"""The declared topology: harmless to declare twice, every queue with the arguments the design names."""
+
+import asyncio
+import json
+import subprocess
+
+import aio_pika
+import pytest
+
+from app.core.backoff import job_tiers
+from app.core.broker import Broker, Outgoing, PublishError
+from app.core.names import Lane, lane_max_priority
+from app.core.topology import build_topology, declare
+from tests.conftest import RABBITMQ_URL, make_settings
+from tests.support import BrokerProbe, wait_for
+
+
+async def test_declaring_twice_is_harmless() -> None:
+    topology = build_topology(make_settings())
+    connection = await aio_pika.connect(RABBITMQ_URL)
+    async with connection:
+        channel = await connection.channel()
+        await declare(channel, topology)
+        await declare(channel, topology)
+        assert not channel.is_closed
+
+
+def _broker_queues() -> dict[str, dict[str, object]]:
+    out = subprocess.run(
+        ["rabbitmqctl", "list_queues", "name", "durable", "arguments", "--formatter", "json", "-q"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    queues = {}
+    for row in json.loads(out):
+        arguments = row["arguments"]  # [name, type, value] triples in this format
+        row["arguments"] = {arg[0]: arg[-1] for arg in arguments}
+        queues[row["name"]] = row
+    return queues
+
+
+async def test_every_queue_has_the_arguments_the_design_names(broker: BrokerProbe) -> None:
+    settings = make_settings()
+    topology = build_topology(settings)
+    names = topology.names
+    queues = await asyncio.to_thread(_broker_queues)
+    for spec in topology.queues:
+        assert queues[spec.name]["durable"] is True, spec.name
+        assert queues[spec.name]["arguments"] == spec.arguments, spec.name
+    for lane in Lane:
+        args = queues[names.lane_queue(lane)]["arguments"]
+        assert args == {
+            "x-queue-type": "classic",
+            "x-dead-letter-exchange": names.jobs_dlx,
+            "x-max-priority": lane_max_priority(lane),
+        }
+        for tier in job_tiers(settings.retry_base_delay, settings.retry_max_delay):
+            assert queues[names.job_tier_queue(lane, tier)]["arguments"] == {
+                "x-queue-type": "classic",
+                "x-message-ttl": tier.ttl_ms,
+                "x-dead-letter-exchange": names.jobs_exchange,
+                "x-dead-letter-routing-key": str(lane),
+            }
+    assert [t.delay for t in topology.job_tiers] == [0.2, 0.4, 0.8, 1.6]
+    assert names.webhooks_dlq in queues and names.jobs_dlq in queues
+
+
+async def test_a_delay_tier_returns_its_message_to_the_lane(broker: BrokerProbe) -> None:
+    topology = build_topology(make_settings())
+    names, tier = topology.names, topology.job_tiers[0]
+    lane = names.lane_queue(Lane.BULK)
+    await broker.purge(lane)
+    publisher = Broker(RABBITMQ_URL, topology, 2, name="test-tier")
+    await publisher.start(wait=10)
+    try:
+        queue = names.job_tier_queue(Lane.BULK, tier)
+        await publisher.publish(Outgoing(names.jobs_retry_exchange, queue, b"{}", message_id="tier-trip"))
+
+        async def back_in_lane() -> int:
+            return await broker.depth(lane)
+
+        await wait_for(back_in_lane, timeout=10)
+        assert [m.message_id for m in await broker.take_all(lane)] == ["tier-trip"]
+    finally:
+        await publisher.close()
+
+
+async def test_an_unroutable_publish_is_an_error_not_a_loss() -> None:
+    topology = build_topology(make_settings())
+    publisher = Broker(RABBITMQ_URL, topology, 2, name="test-mandatory")
+    await publisher.start(wait=10)
+    try:
+        with pytest.raises(PublishError):
+            await publisher.publish(Outgoing(topology.names.jobs_exchange, "no-such-lane", b"{}"))
+    finally:
+        await publisher.close()
