@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 
 
-async def wait_for(check: Callable[[], Awaitable[T]], timeout: float = 15, interval: float = 0.05) -> T:
-    """Poll `check` until it returns something truthy; fail with the last value after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+async def wait_for(check: Callable[[], Awaitable[T]], within: float = 15, interval: float = 0.05) -> T:
+    """Poll `check` until it returns something truthy; fail with the last value after `within` seconds."""
+    deadline = time.monotonic() + within
     value = await check()
     while not value:
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value: {value!r})")
+            raise AssertionError(f"condition not met within {within}s (last value: {value!r})")
         await asyncio.sleep(interval)
         value = await check()
     return value
@@ -171,8 +171,8 @@ class Process:
         return self.log.read_text(errors="replace")
 
 
-@contextlib.asynccontextmanager
-async def app_process(args: list[str], env: dict[str, str], log: Path) -> AsyncIterator[Process]:
+@contextlib.contextmanager
+def app_process(args: list[str], env: dict[str, str], log: Path) -> Iterator[Process]:
     """Run `python -m app <args>`; killed on the way out whatever happens."""
     with log.open("wb") as out:
         popen = subprocess.Popen([sys.executable, "-m", "app", *args], env=env, cwd=ROOT, stdout=out, stderr=out)

@@ -32,7 +32,7 @@ async def test_broker_down_gives_202_pending_then_the_relay_publishes_once(api: 
         async def queued() -> bool:
             return (await api.job(headers, job["id"]))["status"] == "queued"
 
-        await wait_for(queued, timeout=30)
+        await wait_for(queued, within=30)
         messages = await probe.take_all(lane)
         assert [m.message_id for m in messages].count(job["id"]) == 1
         events = (await api.client.get(f"/api/v1/jobs/{job['id']}/events", headers=headers)).json()
@@ -55,12 +55,12 @@ async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(broker:
         await resources.close()
     port = free_port()
     env = settings_env(make_settings(port=port, outbox_relay_after=0.5, publish_timeout_seconds=0.2))
-    async with app_process(["api"], env, tmp_path / "api.log") as process:
+    with app_process(["api"], env, tmp_path / "api.log") as process:
 
         async def bulk_has_it() -> int:
             return await broker.depth(lane)
 
-        assert await wait_for(bulk_has_it, timeout=30) == 1, process.output()
+        assert await wait_for(bulk_has_it, within=30) == 1, process.output()
         messages = await broker.take_all(lane)
         assert [m.message_id for m in messages] == [job["id"]]
         assert messages[0].headers["x-request-id"] == "req-crash"

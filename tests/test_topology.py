@@ -81,7 +81,7 @@ async def test_a_delay_tier_returns_its_message_to_the_lane(broker: BrokerProbe)
         async def back_in_lane() -> int:
             return await broker.depth(lane)
 
-        await wait_for(back_in_lane, timeout=10)
+        await wait_for(back_in_lane, within=10)
         assert [m.message_id for m in await broker.take_all(lane)] == ["tier-trip"]
     finally:
         await publisher.close()
