@@ -10,7 +10,7 @@ from app.services.api_keys import new_key
 
 def ensure_dev_keys(env_file: Path) -> str | None:
     """Create ADMIN_API_KEY and SECRET_ENCRYPTION_KEY in `.env` where unset; return a new admin key."""
-    existing = _read(env_file)
+    existing = {name: value for name, value in _read(env_file).items() if value}
     added: dict[str, str] = {}
     if "ADMIN_API_KEY" not in existing and not os.environ.get("ADMIN_API_KEY"):
         added["ADMIN_API_KEY"] = new_key()
@@ -18,9 +18,10 @@ def ensure_dev_keys(env_file: Path) -> str | None:
     if "SECRET_ENCRYPTION_KEY" not in existing and not os.environ.get("SECRET_ENCRYPTION_KEY"):
         added["SECRET_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
     if added:
+        # Empty placeholders (as copied from .env.example) would hide the new values: drop them.
+        kept = [line for line in env_file.read_text().splitlines() if line.split("=", 1)[0].strip() not in added]
+        env_file.write_text("".join(f"{line}\n" for line in kept))
         with env_file.open("a") as out:
-            if env_file.stat().st_size and not env_file.read_text().endswith("\n"):
-                out.write("\n")
             out.write("# Created by `make run` for local development. Keep SECRET_ENCRYPTION_KEY: losing it\n")
             out.write("# makes stored webhook secrets unreadable.\n")
             out.writelines(f"{name}={value}\n" for name, value in added.items())

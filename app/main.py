@@ -41,6 +41,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await job_worker.start()
         state.workers["job_worker"] = job_worker.report
     app.state.api = state
+    app.state.job_worker = job_worker
     logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
     try:
         yield

@@ -12,11 +12,16 @@ import aio_pika
 import httpx
 import pytest
 from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
+from app.core.database import make_engine
+from app.core.resources import Resources
 from app.core.topology import build_topology
 from app.main import create_app
-from tests.support import ROOT, Api, BrokerProbe
+from app.services.relay import make_outbox
+from app.workers.job_worker import JobWorker
+from tests.support import ROOT, Api, BrokerProbe, wait_for
 
 NS = "t" + uuid.uuid4().hex[:10]
 DB_NAME = f"taskq_{NS}"
@@ -143,3 +148,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("broker_restart"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
+    """A job worker in this process, consuming every lane of the test namespace."""
+    resources = await Resources.open(settings, role="test-worker")
+    outbox = make_outbox(resources)
+    job_worker = JobWorker(resources, outbox)
+    await job_worker.start()
+
+    async def running() -> bool:
+        return job_worker.state == "running"
+
+    await wait_for(running, within=15)
+    try:
+        yield job_worker
+    finally:
+        await job_worker.stop(grace=5)
+        await outbox.flush()
+        await resources.close()
+
+
+@pytest.fixture
+async def db(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """A direct line to the test database, for checks the API does not expose."""
+    engine = make_engine(settings.database_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

@@ -197,3 +197,28 @@ def free_port() -> int:
 def env_without_dotenv(env: dict[str, str]) -> dict[str, str]:
     """Subprocesses run in the repo root, where a developer's `.env` may exist: settings in env win anyway."""
     return {**env, "PYTHONUNBUFFERED": "1", **{k: v for k, v in os.environ.items() if k == "PATH"}}
+
+
+TERMINAL = {"succeeded", "dead_lettered", "cancelled"}
+
+
+async def until_status(
+    api: Api, headers: dict[str, str], job_id: str, within: float = 20, *statuses: str
+) -> dict[str, Any]:
+    """Wait until the job reaches one of `statuses` (default: any terminal status) and return it."""
+    wanted = set(statuses) or TERMINAL
+
+    async def reached() -> dict[str, Any] | None:
+        job = await api.job(headers, job_id)
+        return job if job["status"] in wanted else None
+
+    result = await wait_for(reached, within=within)
+    assert result is not None
+    return result
+
+
+async def trail(api: Api, headers: dict[str, str], job_id: str) -> list[dict[str, Any]]:
+    answer = await api.client.get(f"/api/v1/jobs/{job_id}/events", headers=headers)
+    assert answer.status_code == 200
+    events: list[dict[str, Any]] = answer.json()
+    return events
