@@ -1,6 +1,7 @@
 """The job worker in this process: run, retry, dead-letter, back off, and the redelivery rules."""
 
 import itertools
+import json
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -197,3 +198,30 @@ async def test_embedded_workers_run_jobs_and_report_in_ready() -> None:
             await app.state.job_worker.stop(grace=1)
             ready = await client.get("/ready")
             assert ready.status_code == 503 and ready.json()["components"]["job_worker"] == "stopped"
+
+
+async def test_every_status_change_is_published_as_an_event(api: Api, worker: JobWorker, broker: BrokerProbe) -> None:
+    events_queue = broker.topology.names.webhook_events_queue  # bound to <ns>.events with job.#
+    await broker.purge(events_queue)
+    headers = await api.new_client("w-events")
+    job = (await api.submit(headers, job_type="flaky", payload={"fail_times": 1}, max_retries=1)).json()
+    await until_status(api, headers, job["id"])
+
+    async def five_events() -> bool:
+        return await broker.depth(events_queue) >= 5
+
+    await wait_for(five_events)
+    messages = [m for m in await broker.take_all(events_queue) if json.loads(m.body)["data"]["job"]["id"] == job["id"]]
+    bodies = sorted((json.loads(m.body) for m in messages), key=lambda body: body["seq"])
+    assert [(b["seq"], b["type"]) for b in bodies] == [
+        (1, "job.queued"),
+        (2, "job.running"),
+        (3, "job.retrying"),
+        (4, "job.running"),
+        (5, "job.succeeded"),
+    ]
+    keys = {m.routing_key for m in messages}
+    assert keys == {"job.flaky.queued", "job.flaky.running", "job.flaky.retrying", "job.flaky.succeeded"}
+    assert len({b["id"] for b in bodies}) == 5 and all(b["id"].startswith("evt_") for b in bodies)
+    assert bodies[-1]["data"]["job"]["result"] == {"attempts": 2}
+    assert all(m.headers["x-request-id"] == job["request_id"] for m in messages)
