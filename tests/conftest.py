@@ -55,7 +55,7 @@ TEST_SETTINGS: dict[str, Any] = {
 
 def make_settings(**overrides: Any) -> Settings:
     """Settings for this test run; `.env` is never read."""
-    return Settings(_env_file=None, **{**TEST_SETTINGS, **overrides})  # type: ignore[call-arg]
+    return Settings(_env_file=None, **{**TEST_SETTINGS, **overrides})
 
 
 def settings_env(settings: Settings) -> dict[str, str]:

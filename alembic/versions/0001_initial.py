@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from alembic import op
-from app.models.types import BigId, UTCDateTime
+from app.models.types import BigId, Blob, UTCDateTime
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -79,7 +79,7 @@ def upgrade() -> None:
         sa.Column("id", BigId, autoincrement=True, nullable=False),
         sa.Column("exchange", sa.String(255), nullable=False),
         sa.Column("routing_key", sa.String(255), nullable=False),
-        sa.Column("body", sa.LargeBinary, nullable=False),
+        sa.Column("body", Blob, nullable=False),
         sa.Column("headers", sa.JSON, nullable=False),
         sa.Column("priority", sa.Integer, nullable=True),
         sa.Column("message_id", sa.String(64), nullable=True),

@@ -3,11 +3,11 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, Integer, LargeBinary, String
+from sqlalchemy import JSON, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
-from app.models.types import BigId, UTCDateTime
+from app.models.types import BigId, Blob, UTCDateTime
 
 
 class OutboxMessage(Base):
@@ -16,7 +16,7 @@ class OutboxMessage(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     exchange: Mapped[str] = mapped_column(String(255))
     routing_key: Mapped[str] = mapped_column(String(255))
-    body: Mapped[bytes] = mapped_column(LargeBinary)
+    body: Mapped[bytes] = mapped_column(Blob)
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
     priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
     message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)

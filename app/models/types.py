@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, DateTime, Dialect, Integer
+from sqlalchemy import VARBINARY, BigInteger, DateTime, Dialect, Integer, LargeBinary
 from sqlalchemy.types import TypeDecorator
 
 
@@ -25,6 +25,9 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
+
+# Offline rendering for MSSQL would say IMAGE (deprecated); say what an online migration creates.
+Blob = LargeBinary().with_variant(VARBINARY(None), "mssql")
 
 # SQLite only autoincrements an INTEGER PRIMARY KEY.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
