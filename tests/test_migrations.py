@@ -20,7 +20,17 @@ FILTERED_INDEX = (
     "CREATE UNIQUE INDEX uq_jobs_client_idempotency ON jobs (client_id, idempotency_key) "
     "WHERE idempotency_key IS NOT NULL"
 )
-TABLES = {"jobs", "job_events", "outbox", "api_keys", "alembic_version"}
+TABLES = {
+    "jobs",
+    "job_events",
+    "outbox",
+    "api_keys",
+    "webhook_endpoints",
+    "client_secrets",
+    "deliveries",
+    "delivery_attempts",
+    "alembic_version",
+}
 
 RENDER = """
 import sys
@@ -85,7 +95,7 @@ def test_migrate_creates_every_table_on_a_fresh_sqlite_file_and_may_run_again(tm
     assert first.returncode == 0, first.stderr
     assert tables_of(database) == TABLES
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
 
     second = run_migrate(database)
 

@@ -47,6 +47,8 @@ class Settings(BaseSettings):
 
     webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
     webhook_timeout_seconds: float = Field(default=15, gt=0)
+    webhook_consumers: int = Field(default=8, ge=0)
+    webhook_fanout_consumers: int = Field(default=2, ge=0)
 
     db_pool_size: int = Field(default=10, ge=1)
 

@@ -1,5 +1,6 @@
 """The message contracts the API and the workers share: job messages and job events."""
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -113,3 +114,26 @@ PUBLIC_FIELDS = (
 def public_job(job: dict[str, Any]) -> dict[str, Any]:
     """A job as clients see it: the contract's fields, nothing internal."""
     return {name: job.get(name) for name in PUBLIC_FIELDS}
+
+
+# Event types an endpoint may subscribe to: the changes a client acts on.
+SUBSCRIBABLE_EVENTS = ("job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled")
+TEST_EVENT = "webhook.test"
+
+
+def delivery_outgoing(names: Names, delivery_id: str, request_id: str | None) -> Outgoing:
+    """The message that asks a webhook worker to attempt one delivery."""
+    headers = {REQUEST_ID_HEADER: request_id} if request_id else {}
+    return Outgoing(
+        exchange=names.webhooks_exchange,
+        routing_key=names.webhook_deliver_key,
+        body=dumps({"delivery_id": delivery_id}),
+        headers=headers,
+        message_id=delivery_id,
+    )
+
+
+def delivery_id(event_id: str, target: str) -> str:
+    """A delivery's `webhook-id`, derived from (event, endpoint) so a twice-published event makes one."""
+    digest = hashlib.sha256(f"{event_id}|{target}".encode()).hexdigest()[:32]
+    return f"msg_{digest}"

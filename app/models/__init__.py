@@ -4,5 +4,16 @@ from app.models.api_key import ApiKey
 from app.models.base import Base
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
+from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 
-__all__ = ["ApiKey", "Base", "Job", "JobEvent", "OutboxMessage"]
+__all__ = [
+    "ApiKey",
+    "Base",
+    "ClientSecret",
+    "Delivery",
+    "DeliveryAttempt",
+    "Job",
+    "JobEvent",
+    "OutboxMessage",
+    "WebhookEndpoint",
+]

@@ -7,8 +7,13 @@ from sqlalchemy import Table
 from app.models.api_key import ApiKey
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
+from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 
 JOBS = cast(Table, Job.__table__)
 JOB_EVENTS = cast(Table, JobEvent.__table__)
 OUTBOX = cast(Table, OutboxMessage.__table__)
 API_KEYS = cast(Table, ApiKey.__table__)
+ENDPOINTS = cast(Table, WebhookEndpoint.__table__)
+CLIENT_SECRETS = cast(Table, ClientSecret.__table__)
+DELIVERIES = cast(Table, Delivery.__table__)
+ATTEMPTS = cast(Table, DeliveryAttempt.__table__)

@@ -2,10 +2,10 @@
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
@@ -14,50 +14,31 @@ from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
-from app.core.topology import QueueSpec
 from app.handlers.base import JobContext
 from app.models.types import utcnow
 from app.services.outbox import Outbox
+from app.workers.consumers import ConsumerGroup
 from app.workers.job_store import Claimed, Defer, Drop, JobStore, ToDeadLetters
 from app.workers.lock import Held, JobLock
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.runner import run_attempt
 
-REQUEUE_PAUSE = 1.0
-
-
-@dataclass
-class Consumer:
-    lane: Lane
-    channel: AbstractChannel
-    queue: AbstractQueue
-    tag: str
-
 
 @dataclass
 class JobWorker:
-    """Consumes the job lanes; one channel with prefetch 1 per consumer (rule 7)."""
+    """Consumes the job lanes: per lane a number of prefetch-1 consumers, critical ones reserved (rule 7)."""
 
     resources: Resources
     outbox: Outbox
     name: str = "job_worker"
-    consumers: list[Consumer] = field(default_factory=list)
-    inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
-    state: str = "stopped"
     processed: int = 0
-    failed: int = 0
 
     def __post_init__(self) -> None:
         settings = self.resources.settings
         self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
         self.publisher: Broker = self.resources.broker
-        self.intake = Broker(
-            settings.rabbitmq_url,
-            self.resources.topology,
-            settings.publish_timeout_seconds,
-            name=f"{self.name}-consumer",
-        )
-        self._starter: asyncio.Task[None] | None = None
+        plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
+        self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)
 
     def counts(self) -> dict[Lane, int]:
         settings = self.resources.settings
@@ -67,45 +48,19 @@ class JobWorker:
             Lane.BULK: settings.job_consumers_bulk,
         }
 
+    @property
+    def state(self) -> str:
+        return self.group.state
+
+    def report(self) -> str:
+        return self.group.state
+
     async def start(self) -> None:
-        """Connect (retrying until the broker is up) and start the consumers, in the background."""
-        await self.intake.start()
-        self._starter = asyncio.create_task(self._start_consumers(), name=f"{self.name}-start")
+        await self.group.start()
 
-    async def _start_consumers(self) -> None:
-        await self.intake.ready.wait()
-        specs = {spec.name: spec for spec in self.resources.topology.queues}
-        for lane, count in self.counts().items():
-            for _ in range(count):
-                self.consumers.append(await self._consume(lane, specs[self.resources.names.lane_queue(lane)]))
-        self.state = "running"
-        logger.info("{} consuming: {}", self.name, {str(k): v for k, v in self.counts().items()})
-
-    async def _consume(self, lane: Lane, spec: QueueSpec) -> Consumer:
-        channel = await self.intake.connection.channel()
-        await channel.set_qos(prefetch_count=1)
-        # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
-        queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
-        tag = await queue.consume(self._on_message)
-        return Consumer(lane, channel, queue, tag)
-
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.inflight.add(task)
-        try:
-            await self._handle(message)
-        except asyncio.CancelledError:
-            raise  # not acked: the broker redelivers it
-        except Exception:
-            self.failed += 1
-            logger.exception("{} could not handle a message; returning it for redelivery", self.name)
-            # Unacked under prefetch 1 would stall this consumer: pause (no hot loop), then requeue it.
-            await asyncio.sleep(REQUEUE_PAUSE)
-            with contextlib.suppress(Exception):
-                await message.nack(requeue=True)
-        finally:
-            self.inflight.discard(task)
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
+        await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
 
     async def _handle(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -176,7 +131,6 @@ class JobWorker:
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
-        self.failed += 1
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
             event = await self.store.dead_letter(job, error, plan)
@@ -248,28 +202,6 @@ class JobWorker:
                 attempt.cancel()
                 return
             await lock.renew()
-
-    def report(self) -> str:
-        return self.state
-
-    async def stop(self, grace: float | None = None) -> None:
-        """Stop taking messages, let in-flight jobs finish within the grace period, then close (rule 9)."""
-        grace = self.resources.settings.shutdown_grace_seconds if grace is None else grace
-        if self._starter is not None and not self._starter.done():
-            self._starter.cancel()
-            await asyncio.gather(self._starter, return_exceptions=True)
-        for consumer in self.consumers:
-            with contextlib.suppress(Exception):
-                await consumer.queue.cancel(consumer.tag)
-        if self.inflight:
-            logger.info("{} waiting up to {}s for {} in-flight job(s)", self.name, grace, len(self.inflight))
-            _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        await self.intake.close()
-        self.consumers.clear()
-        self.state = "stopped"
 
 
 def _int_header(message: AbstractIncomingMessage, name: str) -> int:

@@ -1,0 +1,44 @@
+"""Webhook secrets at rest: encrypted with SECRET_ENCRYPTION_KEY (Fernet), readable again only to sign."""
+
+import base64
+import hashlib
+
+from cryptography.fernet import Fernet, InvalidToken
+
+
+class SecretsUnavailable(RuntimeError):
+    """No encryption key is configured, or it is not the key the secrets were sealed with."""
+
+
+class SecretBox:
+    def __init__(self, key: str | None) -> None:
+        self._fernet = Fernet(_fernet_key(key)) if key else None
+
+    def _require(self) -> Fernet:
+        if self._fernet is None:
+            raise SecretsUnavailable(
+                "SECRET_ENCRYPTION_KEY is not set, so webhook secrets cannot be stored or read; "
+                "set it (make run creates one in .env) and restart"
+            )
+        return self._fernet
+
+    def seal(self, plain: str) -> str:
+        return self._require().encrypt(plain.encode()).decode()
+
+    def open(self, sealed: str) -> str:
+        try:
+            return self._require().decrypt(sealed.encode()).decode()
+        except InvalidToken as exc:
+            raise SecretsUnavailable(
+                "a stored webhook secret does not open with SECRET_ENCRYPTION_KEY; was the key changed?"
+            ) from exc
+
+
+def _fernet_key(key: str) -> bytes:
+    """A Fernet key as given, or one derived from any other passphrase."""
+    try:
+        if len(base64.urlsafe_b64decode(key.encode())) == 32:
+            return key.encode()
+    except ValueError:
+        pass
+    return base64.urlsafe_b64encode(hashlib.sha256(key.encode()).digest())

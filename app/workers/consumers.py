@@ -1,0 +1,106 @@
+"""A group of prefetch-1 consumers, each on its own channel (rule 7), with in-flight tracking and a graceful stop."""
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from loguru import logger
+
+from app.core.broker import Broker
+from app.core.resources import Resources
+from app.core.topology import QueueSpec
+
+REQUEUE_PAUSE = 1.0
+MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
+
+
+@dataclass
+class Consumer:
+    queue_name: str
+    channel: AbstractChannel
+    queue: AbstractQueue
+    tag: str
+
+
+@dataclass
+class ConsumerGroup:
+    """Consumers for some queues of the topology, on a connection of their own (publishing uses another)."""
+
+    resources: Resources
+    name: str
+    plan: dict[str, int]  # queue name -> how many consumers
+    handle: MessageHandler
+    consumers: list[Consumer] = field(default_factory=list)
+    inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
+    state: str = "stopped"
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        settings = self.resources.settings
+        topology, timeout = self.resources.topology, settings.publish_timeout_seconds
+        self.intake = Broker(settings.rabbitmq_url, topology, timeout, name=f"{self.name}-consumer")
+        self._starter: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Connect (retrying until the broker is up) and start consuming, in the background."""
+        await self.intake.start()
+        self._starter = asyncio.create_task(self._start_consumers(), name=f"{self.name}-start")
+
+    async def _start_consumers(self) -> None:
+        await self.intake.ready.wait()
+        specs = {spec.name: spec for spec in self.resources.topology.queues}
+        for queue_name, count in self.plan.items():
+            for _ in range(count):
+                self.consumers.append(await self._consume(specs[queue_name]))
+        self.state = "running"
+        logger.info("{} consuming: {}", self.name, self.plan)
+
+    async def _consume(self, spec: QueueSpec) -> Consumer:
+        channel = await self.intake.connection.channel()
+        await channel.set_qos(prefetch_count=1)
+        # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
+        queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
+        tag = await queue.consume(self._on_message)
+        return Consumer(spec.name, channel, queue, tag)
+
+    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.inflight.add(task)
+        try:
+            await self.handle(message)
+        except asyncio.CancelledError:
+            raise  # not acked: the broker redelivers it
+        except Exception:
+            self.failed += 1
+            logger.exception("{} could not handle a message; returning it for redelivery", self.name)
+            # Unacked under prefetch 1 would stall this consumer: pause (no hot loop), then requeue it.
+            await asyncio.sleep(REQUEUE_PAUSE)
+            with contextlib.suppress(Exception):
+                await message.nack(requeue=True)
+        finally:
+            self.inflight.discard(task)
+
+    def report(self) -> str:
+        return self.state
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking messages, let in-flight ones finish within `grace` seconds, then close (rule 9)."""
+        if self._starter is not None and not self._starter.done():
+            self._starter.cancel()
+            await asyncio.gather(self._starter, return_exceptions=True)
+        for consumer in self.consumers:
+            with contextlib.suppress(Exception):
+                await consumer.queue.cancel(consumer.tag)
+        if self.inflight:
+            logger.info("{} waiting up to {}s for {} in-flight message(s)", self.name, grace, len(self.inflight))
+            _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.intake.close()
+        self.consumers.clear()
+        self.state = "stopped"
