@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Literal
 
 from loguru import logger
 
@@ -83,13 +84,10 @@ def serve(settings: Settings) -> int:
     return 0
 
 
-def run_worker(settings: Settings, kind: str) -> int:
-    if kind == "webhooks":
-        print("The webhook worker is not part of this version yet; only `worker jobs` runs.", file=sys.stderr)
-        return 2
-    from app.workers.process import run_job_worker_process
+def run_worker(settings: Settings, kind: Literal["jobs", "webhooks"]) -> int:
+    from app.workers.process import run_worker_process
 
-    asyncio.run(run_job_worker_process(settings, _stop_signal))
+    asyncio.run(run_worker_process(settings, kind, _stop_signal))
     return 0
 
 

@@ -1,5 +1,6 @@
 """The composition root: the FastAPI app, its lifespan, and the workers it may embed."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -11,15 +12,20 @@ from fastapi.openapi.utils import get_openapi
 from loguru import logger
 
 from app.api import errors
-from app.api.routes import api_keys, health, jobs
+from app.api.routes import api_keys, deliveries, health, jobs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.resources import Resources
+from app.core.secret_box import SecretBox
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
+from app.services.deliveries import DeliveryService
 from app.services.jobs import JobService
+from app.services.outbox import Outbox
 from app.services.relay import make_outbox, start_relay, stop_task
+from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
+from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
 
@@ -30,27 +36,35 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     resources = await Resources.open(settings, role="api")
     outbox = make_outbox(resources)
     relay = start_relay(resources, outbox)
+    names = resources.names
+    box = SecretBox(settings.secret_encryption_key)
     state = ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, resources.broker, outbox, resources.names),
+        jobs=JobService(resources.engine, resources.broker, outbox, names),
         keys=ApiKeyService(resources.engine, settings.admin_api_key),
+        webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
+        deliveries=DeliveryService(resources.engine, outbox, names),
         workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},
     )
-    job_worker = JobWorker(resources, outbox) if settings.embedded_workers else None
-    if job_worker is not None:
-        await job_worker.start()
-        state.workers["job_worker"] = job_worker.report
+    workers = embedded_workers(resources, outbox) if settings.embedded_workers else {}
+    for name, worker in workers.items():
+        await worker.start()
+        state.workers[name] = worker.report
     app.state.api = state
-    app.state.job_worker = job_worker
+    app.state.workers = workers
     logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
     try:
         yield
     finally:
-        if job_worker is not None:
-            await job_worker.stop()
+        await asyncio.gather(*(worker.stop() for worker in workers.values()))
         await stop_task(relay)
         await outbox.flush()
         await resources.close()
+
+
+def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorker | WebhookWorker]:
+    """The workers `make run` runs inside the API process (seed 003)."""
+    return {"job_worker": JobWorker(resources, outbox), "webhook_worker": WebhookWorker(resources, outbox)}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -68,7 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
-    for module in (health, api_keys, jobs):
+    for module in (health, api_keys, jobs, webhooks, deliveries):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

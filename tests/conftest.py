@@ -21,6 +21,8 @@ from app.core.topology import build_topology
 from app.main import create_app
 from app.services.relay import make_outbox
 from app.workers.job_worker import JobWorker
+from app.workers.webhook_worker import WebhookWorker
+from tests.receiver import Receiver, running_receiver
 from tests.support import ROOT, Api, BrokerProbe, wait_for
 
 NS = "t" + uuid.uuid4().hex[:10]
@@ -44,11 +46,16 @@ TEST_SETTINGS: dict[str, Any] = {
     "outbox_relay_after": 0,
     "outbox_relay_interval": 0.2,
     "webhook_retry_schedule": "0.2,0.4",
+    "webhook_timeout_seconds": 2,
+    "webhook_consumers": 2,
+    "webhook_fanout_consumers": 1,
+    "secret_encryption_key": "test-encryption-key-" + NS,
     "shutdown_grace_seconds": 10,
     "job_consumers_critical": 1,
     "job_consumers_default": 2,
     "job_consumers_bulk": 1,
     "embedded_workers": False,
+    "webhook_allow_private_networks": True,  # the test receivers listen on 127.0.0.1
     "log_level": "WARNING",
 }
 
@@ -168,6 +175,32 @@ async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
         await job_worker.stop(grace=5)
         await outbox.flush()
         await resources.close()
+
+
+@pytest.fixture
+async def webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
+    """A webhook worker in this process."""
+    resources = await Resources.open(settings, role="test-webhooks")
+    outbox = make_outbox(resources)
+    hooks = WebhookWorker(resources, outbox)
+    await hooks.start()
+
+    async def running() -> bool:
+        return hooks.report() == "running"
+
+    await wait_for(running, within=15)
+    try:
+        yield hooks
+    finally:
+        await hooks.stop(grace=5)
+        await outbox.flush()
+        await resources.close()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with running_receiver() as running:
+        yield running
 
 
 @pytest.fixture

@@ -195,7 +195,7 @@ async def test_embedded_workers_run_jobs_and_report_in_ready() -> None:
             job = (await api.submit(headers, payload={"embedded": True})).json()
             done = await until_status(api, headers, job["id"], 10)
             assert (done["status"], done["result"]) == ("succeeded", {"embedded": True})
-            await app.state.job_worker.stop(grace=1)
+            await app.state.workers["job_worker"].stop(grace=1)
             ready = await client.get("/ready")
             assert ready.status_code == 503 and ready.json()["components"]["job_worker"] == "stopped"
 

@@ -77,13 +77,16 @@ def run_app(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Compl
     )
 
 
-def test_the_webhook_worker_says_it_is_not_there_yet(tmp_path: Path) -> None:
-    done = run_app(["worker", "webhooks"], settings_env(make_settings()), tmp_path)
+def test_bad_commands_and_bad_settings_get_a_sentence_not_a_traceback(tmp_path: Path) -> None:
+    unknown = run_app(["worker", "nope"], settings_env(make_settings()), tmp_path)
+    assert unknown.returncode == 2
+    assert "invalid choice" in unknown.stderr and "Traceback" not in unknown.stderr
 
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr
-    assert "webhook worker" in done.stderr.lower()
-    assert done.stderr.strip().endswith(".")
+    env = {**settings_env(make_settings()), "WEBHOOK_RETRY_SCHEDULE": "5,soon"}
+    bad = run_app(["worker", "jobs"], env, tmp_path)
+    assert bad.returncode == 2
+    assert "Invalid settings" in bad.stderr and "WEBHOOK_RETRY_SCHEDULE" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def dotenv_keys(path: Path) -> dict[str, str]:

@@ -11,6 +11,8 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.database import is_unreachable
+from app.core.secret_box import SecretsUnavailable
+from app.core.ssrf import UnsafeURL
 from app.handlers.registry import JOB_TYPES
 
 DB_RETRY_AFTER = 5
@@ -86,10 +88,21 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(_body("internal_error", detail), 500, headers=_with_request_id({}))
 
 
+async def _unsafe_url(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(_body("unsafe_url", str(exc)), 422)
+
+
+async def _secrets_unavailable(_: Request, exc: Exception) -> JSONResponse:
+    logger.error("{}", exc)
+    return JSONResponse(_body("secrets_unavailable", str(exc)), 503)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the one shape."""
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(UnsafeURL, _unsafe_url)
+    app.add_exception_handler(SecretsUnavailable, _secrets_unavailable)
     for kind in (DBAPIError, OSError, Exception):
         app.add_exception_handler(kind, _unexpected)

@@ -5,7 +5,9 @@ from dataclasses import dataclass, field
 
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
+from app.services.deliveries import DeliveryService
 from app.services.jobs import JobService
+from app.services.webhooks import WebhookService
 
 
 @dataclass
@@ -13,5 +15,7 @@ class ApiState:
     resources: Resources
     jobs: JobService
     keys: ApiKeyService
+    webhooks: WebhookService
+    deliveries: DeliveryService
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)

@@ -54,3 +54,12 @@ def decide(
     tier = tier_for_retry(tiers, attempts)
     # Due at the tier's lower bound; the message's own expiration falls in [delay, 1.2 x delay].
     return Retry(tier, jittered_ms(tier, rng), now + timedelta(seconds=tier.delay))
+
+
+def delivery_plan(budget_used: int, schedule: list[float], tiers: list[Tier], now: datetime) -> Retry | DeadLetter:
+    """After a failed delivery attempt (the `budget_used`-th): wait the schedule's next step, or give up."""
+    if budget_used > len(schedule):
+        return DeadLetter(DeadReason.RETRIES_EXHAUSTED)
+    delay = schedule[budget_used - 1]
+    tier = next(t for t in tiers if t.delay == delay)
+    return Retry(tier, jittered_ms(tier), now + timedelta(seconds=delay))

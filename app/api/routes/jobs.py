@@ -11,6 +11,7 @@ from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found, validation_errors
 from app.core.statuses import JobStatus
 from app.schemas.job import JOB_REQUEST, JobEventOut, JobOut, JobPage
+from app.schemas.webhook import DeliveryOut
 from app.services.jobs import IdempotencyConflict, Submitted
 from app.services.pagination import BadCursor, encode
 
@@ -117,3 +118,12 @@ async def job_events(job_id: str, state: StateDep, principal: PrincipalDep) -> l
     if events is None:
         raise not_found("job")
     return [JobEventOut.model_validate(e) for e in events]
+
+
+@router.get("/{job_id}/logs", response_model=list[DeliveryOut])
+async def job_logs(job_id: str, state: StateDep, principal: PrincipalDep) -> list[DeliveryOut]:
+    """Every webhook delivery of this job's events, each with every attempt."""
+    rows = await state.deliveries.for_job(principal, job_id)
+    if rows is None:
+        raise not_found("job")
+    return [DeliveryOut.model_validate(row) for row in rows]

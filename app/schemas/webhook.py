@@ -1,0 +1,102 @@
+"""Webhook endpoints and deliveries as clients see them."""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from app.core.messages import SUBSCRIBABLE_EVENTS
+from app.handlers.registry import JOB_TYPES
+
+EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
+URL_RULES: dict[str, Any] = {
+    "max_length": 2048,
+    "pattern": r"^https?://",
+    "description": "An http(s) URL that resolves to a public address.",
+}
+
+
+class WebhookCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(**URL_RULES)
+    events: list[EventType] = Field(default_factory=lambda: list(SUBSCRIBABLE_EVENTS), min_length=1)
+    job_type: str | None = Field(default=None, description="Only events of jobs of this type.")
+    job_id: str | None = Field(default=None, max_length=36, description="Only events of this job.")
+    description: str | None = Field(default=None, max_length=500)
+
+    @field_validator("job_type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value is not None and value not in JOB_TYPES:
+            raise ValueError(f"unknown job type; known: {', '.join(sorted(JOB_TYPES))}")
+        return value
+
+
+class WebhookUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, **URL_RULES)
+    events: list[EventType] | None = Field(default=None, min_length=1)
+    description: str | None = Field(default=None, max_length=500)
+    active: bool | None = None
+
+
+class WebhookOut(BaseModel):
+    """An endpoint; its secret is never shown again after creation."""
+
+    id: str
+    client_id: str
+    url: str
+    events: list[str]
+    job_type: str | None
+    job_id: str | None
+    description: str | None
+    active: bool
+    disabled_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="`whsec_…`: shown this once; verify deliveries with it.")
+
+
+class SecretOut(BaseModel):
+    secret: str
+
+
+class RecoverIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    since: AwareDatetime
+
+
+class RecoverOut(BaseModel):
+    recovered: int
+    delivery_ids: list[str]
+
+
+class DeliveryQueued(BaseModel):
+    delivery_id: str
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    status_code: int | None
+    duration_ms: float
+    error: str | None
+    response_body: str | None
+    created_at: datetime
+    next_attempt_at: datetime | None
+
+
+class DeliveryOut(BaseModel):
+    id: str = Field(description="The `webhook-id` every attempt of this delivery carries.")
+    event_type: str
+    job_id: str | None
+    webhook_id: str | None = Field(description="The endpoint; null for a job's own callback_url.")
+    url: str
+    status: Literal["pending", "succeeded", "failed"]
+    created_at: datetime
+    attempts: list[AttemptOut]

@@ -1,0 +1,158 @@
+"""Deliveries: one per (event, endpoint) (rule 10), staged with their message; listing and sending again."""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.messages import SUBSCRIBABLE_EVENTS, delivery_id, delivery_outgoing
+from app.core.names import Names
+from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
+from app.models.types import utcnow
+from app.services import outbox
+from app.services.outbox import Outbox, Pending
+from app.services.tenancy import Principal, visible_to
+from app.services.transitions import Row
+
+CALLBACK = "callback"
+
+
+class DeliveryStatus:
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an event goes: an endpoint (by id), or the job's own callback URL."""
+
+    key: str
+    url: str
+    endpoint_id: str | None
+
+
+async def stage(
+    conn: AsyncConnection, names: Names, event: Row, body: bytes, targets: list[Target], request_id: str | None
+) -> list[Pending]:
+    """Insert the deliveries this event does not have yet, each with its message in the outbox."""
+    ids = {target.key: delivery_id(event["id"], target.key) for target in targets}
+    if not ids:
+        return []
+    existing = set((await conn.execute(select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(ids.values())))).scalars())
+    job = event.get("data", {}).get("job") or {}
+    now = utcnow()
+    staged = []
+    for target in targets:
+        if ids[target.key] in existing:
+            continue
+        row = {
+            "id": ids[target.key],
+            "event_id": event["id"],
+            "target": target.key,
+            "endpoint_id": target.endpoint_id,
+            "client_id": job.get("client_id") or event["client_id"],
+            "job_id": job.get("id"),
+            "event_type": event["type"],
+            "url": target.url,
+            "body": body,
+            "request_id": request_id,
+            "status": DeliveryStatus.PENDING,
+            "attempt_count": 0,
+            "budget_used": 0,
+            "next_attempt_at": None,
+            "lease_until": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        await conn.execute(DELIVERIES.insert().values(**row))
+        staged.append(await outbox.add(conn, delivery_outgoing(names, row["id"], request_id)))
+    return staged
+
+
+async def targets_for(conn: AsyncConnection, event: Row) -> list[Target]:
+    """The endpoints subscribed to this job event, and the job's callback URL."""
+    if event.get("type") not in SUBSCRIBABLE_EVENTS:
+        return []
+    job = event["data"]["job"]
+    query = select(ENDPOINTS.c.id, ENDPOINTS.c.url, ENDPOINTS.c.events).where(
+        ENDPOINTS.c.client_id == job["client_id"],
+        ENDPOINTS.c.active.is_(True),
+        ENDPOINTS.c.deleted_at.is_(None),
+        (ENDPOINTS.c.job_type.is_(None)) | (ENDPOINTS.c.job_type == job["job_type"]),
+        (ENDPOINTS.c.job_id.is_(None)) | (ENDPOINTS.c.job_id == job["id"]),
+    )
+    rows = (await conn.execute(query)).all()
+    targets = [Target(row.id, row.url, row.id) for row in rows if event["type"] in row.events]
+    if job.get("callback_url"):
+        targets.append(Target(CALLBACK, job["callback_url"], None))
+    return targets
+
+
+def parse_event(body: bytes) -> Row:
+    """A job event as published on the events exchange."""
+    event: Row = json.loads(body)
+    if not isinstance(event, dict) or "id" not in event or "type" not in event:
+        raise ValueError("not a job event")
+    return event
+
+
+@dataclass(frozen=True)
+class DeliveryService:
+    """What the API offers about deliveries: list them with their attempts, send them again."""
+
+    engine: AsyncEngine
+    outbox: Outbox
+    names: Names
+
+    async def for_job(self, principal: Principal, job_id: str) -> list[Row] | None:
+        async with self.engine.connect() as conn:
+            visible = select(JOBS.c.id).where(JOBS.c.id == job_id, visible_to(JOBS, principal))
+            if (await conn.execute(visible)).first() is None:
+                return None
+            return await self._with_attempts(conn, select(DELIVERIES).where(DELIVERIES.c.job_id == job_id))
+
+    async def for_endpoint(self, principal: Principal, endpoint_id: str, status: str | None) -> list[Row]:
+        query = select(DELIVERIES).where(DELIVERIES.c.endpoint_id == endpoint_id, visible_to(DELIVERIES, principal))
+        if status:
+            query = query.where(DELIVERIES.c.status == status)
+        async with self.engine.connect() as conn:
+            return await self._with_attempts(conn, query)
+
+    async def _with_attempts(self, conn: AsyncConnection, query: Any) -> list[Row]:
+        deliveries = [dict(r._mapping) for r in await conn.execute(query.order_by(DELIVERIES.c.created_at))]
+        ids = [d["id"] for d in deliveries]
+        attempts: dict[str, list[Row]] = {i: [] for i in ids}
+        if ids:
+            rows = await conn.execute(
+                select(ATTEMPTS).where(ATTEMPTS.c.delivery_id.in_(ids)).order_by(ATTEMPTS.c.attempt)
+            )
+            for row in rows:
+                attempts[row.delivery_id].append(dict(row._mapping))
+        return [{**d, "webhook_id": d["endpoint_id"], "attempts": attempts[d["id"]]} for d in deliveries]
+
+    async def redeliver(self, principal: Principal, ids: list[str] | None = None, **where: Any) -> list[str]:
+        """Send deliveries again with a fresh retry budget and the same webhook-id; return their ids."""
+        query = select(DELIVERIES.c.id, DELIVERIES.c.request_id).where(visible_to(DELIVERIES, principal))
+        if ids is not None:
+            query = query.where(DELIVERIES.c.id.in_(ids))
+        if "endpoint_id" in where:
+            query = query.where(DELIVERIES.c.endpoint_id == where["endpoint_id"])
+        if "failed_since" in where:
+            since: datetime = where["failed_since"]
+            query = query.where(DELIVERIES.c.status == DeliveryStatus.FAILED, DELIVERIES.c.created_at >= since)
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(query)).all()
+            staged = []
+            for row in rows:
+                await conn.execute(
+                    update(DELIVERIES)
+                    .where(DELIVERIES.c.id == row.id)
+                    .values(status=DeliveryStatus.PENDING, budget_used=0, next_attempt_at=None, updated_at=utcnow())
+                )
+                staged.append(await outbox.add(conn, delivery_outgoing(self.names, row.id, row.request_id)))
+        await self.outbox.publish(staged)
+        return [row.id for row in rows]

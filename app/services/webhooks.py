@@ -1,0 +1,162 @@
+"""Webhook endpoints: register, read (never the secret), change, delete, rotate; the client's default secret."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.messages import TEST_EVENT, delivery_id, dumps
+from app.core.names import Names
+from app.core.secret_box import SecretBox
+from app.core.signing import new_secret
+from app.core.ssrf import resolve
+from app.models.tables import CLIENT_SECRETS, ENDPOINTS
+from app.models.types import utcnow
+from app.services import deliveries
+from app.services.outbox import Outbox
+from app.services.tenancy import Principal, visible_to
+from app.services.transitions import Row
+
+ROTATION_OVERLAP = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class WebhookService:
+    engine: AsyncEngine
+    outbox: Outbox
+    names: Names
+    box: SecretBox
+    allow_private: bool
+
+    async def check_url(self, url: str) -> None:
+        """Refuse a URL that is not http(s) or resolves to a non-public address (unless allowed)."""
+        await resolve(url, self.allow_private)
+
+    async def create(self, principal: Principal, fields: Row) -> tuple[Row, str]:
+        """Register an endpoint; its secret is returned this once."""
+        await self.check_url(fields["url"])
+        secret = new_secret()
+        now = utcnow()
+        row = {
+            **fields,
+            "id": str(uuid.uuid4()),
+            "client_id": principal.client_id,
+            "active": True,
+            "disabled_reason": None,
+            "secret": self.box.seal(secret),
+            "previous_secret": None,
+            "previous_expires_at": None,
+            "created_at": now,
+            "updated_at": now,
+            "deleted_at": None,
+        }
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(ENDPOINTS).values(**row))
+        return row, secret
+
+    async def list(self, principal: Principal) -> list[Row]:
+        query = select(ENDPOINTS).where(visible_to(ENDPOINTS, principal), ENDPOINTS.c.deleted_at.is_(None))
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in await conn.execute(query.order_by(ENDPOINTS.c.created_at))]
+
+    async def get(self, principal: Principal, endpoint_id: str) -> Row | None:
+        async with self.engine.connect() as conn:
+            return await _visible(conn, principal, endpoint_id)
+
+    async def update(self, principal: Principal, endpoint_id: str, changes: Row) -> Row | None:
+        if "url" in changes:
+            await self.check_url(changes["url"])
+        if changes.get("active") is True:
+            changes = {**changes, "disabled_reason": None}
+        async with self.engine.begin() as conn:
+            if await _visible(conn, principal, endpoint_id) is None:
+                return None
+            await conn.execute(
+                update(ENDPOINTS).where(ENDPOINTS.c.id == endpoint_id).values(**changes, updated_at=utcnow())
+            )
+            return await _visible(conn, principal, endpoint_id)
+
+    async def delete(self, principal: Principal, endpoint_id: str) -> bool:
+        """Soft-delete: deliveries keep their history; nothing more is sent to it."""
+        return await self._set(principal, endpoint_id, deleted_at=utcnow(), active=False)
+
+    async def rotate(self, principal: Principal, endpoint_id: str) -> str | None:
+        """A new secret; the old one keeps signing beside it for 24 hours."""
+        async with self.engine.connect() as conn:
+            endpoint = await _visible(conn, principal, endpoint_id)
+        if endpoint is None:
+            return None
+        secret = new_secret()
+        await self._set(
+            principal,
+            endpoint_id,
+            secret=self.box.seal(secret),
+            previous_secret=endpoint["secret"],
+            previous_expires_at=utcnow() + ROTATION_OVERLAP,
+        )
+        return secret
+
+    async def _set(self, principal: Principal, endpoint_id: str, **values: Any) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(ENDPOINTS)
+                .where(ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None))
+                .where(visible_to(ENDPOINTS, principal))
+                .values(**values, updated_at=utcnow())
+            )
+        return result.rowcount == 1
+
+    async def default_secret(self, principal: Principal) -> str:
+        """The secret that signs this client's callback_url deliveries, created on first use."""
+        async with self.engine.begin() as conn:
+            return await client_secret(conn, self.box, principal.client_id)
+
+    async def send_test(self, principal: Principal, endpoint_id: str, request_id: str | None) -> str | None:
+        """Queue a `webhook.test` event for the endpoint now; return the delivery id."""
+        async with self.engine.begin() as conn:
+            endpoint = await _visible(conn, principal, endpoint_id)
+            if endpoint is None:
+                return None
+            now = utcnow()
+            event = {
+                "id": f"evt_test_{uuid.uuid4().hex}",
+                "type": TEST_EVENT,
+                "created_at": now,
+                "seq": 0,
+                "data": {"webhook_id": endpoint_id},
+                "client_id": endpoint["client_id"],
+            }
+            body = dumps({k: v for k, v in event.items() if k != "client_id"})
+            target = deliveries.Target(endpoint_id, endpoint["url"], endpoint_id)
+            staged = await deliveries.stage(conn, self.names, event, body, [target], request_id)
+        await self.outbox.publish(staged)
+        return delivery_id(event["id"], endpoint_id)
+
+
+async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str) -> Row | None:
+    query = select(ENDPOINTS).where(
+        ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None), visible_to(ENDPOINTS, principal)
+    )
+    row = (await conn.execute(query)).first()
+    return dict(row._mapping) if row else None
+
+
+async def client_secret(conn: AsyncConnection, box: SecretBox, client_id: str) -> str:
+    """The client's default secret, created (once, even under a race) when missing."""
+    query = select(CLIENT_SECRETS.c.secret).where(CLIENT_SECRETS.c.client_id == client_id)
+    sealed = (await conn.execute(query)).scalar_one_or_none()
+    if sealed is None:
+        secret = new_secret()
+        try:
+            async with conn.begin_nested():
+                await conn.execute(
+                    insert(CLIENT_SECRETS).values(client_id=client_id, secret=box.seal(secret), created_at=utcnow())
+                )
+            return secret
+        except IntegrityError:
+            sealed = (await conn.execute(query)).scalar_one()
+    return box.open(sealed)
