@@ -45,7 +45,8 @@ class WebhookWorker:
         self.senders = ConsumerGroup(
             self.resources, self.name, {names.webhook_deliver_queue: settings.webhook_consumers}, self._deliver
         )
-        self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(max_connections=100))
+        # trust_env=False: a proxy from the environment would bypass the pinned, checked address.
+        self.http = httpx.AsyncClient(follow_redirects=False, trust_env=False, limits=httpx.Limits(max_connections=100))
 
     def report(self) -> str:
         states = {self.fanout.state, self.senders.state}
