@@ -52,6 +52,8 @@ async def submit_job(
         job_request = JOB_REQUEST.validate_python(data)
     except ValidationError as exc:
         raise validation_errors(list(exc.errors())) from exc
+    if job_request.callback_url:
+        await state.webhooks.check_url(job_request.callback_url)  # the SSRF guard, before anything is saved
     try:
         job, outcome = await state.jobs.submit(principal, job_request, correlation_id.get())
     except IdempotencyConflict as exc:

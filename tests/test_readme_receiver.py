@@ -1,0 +1,51 @@
+"""The receiver script the README shows really verifies our deliveries."""
+
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+from app.workers.job_worker import JobWorker
+from app.workers.webhook_worker import WebhookWorker
+from tests.support import ROOT, Api, free_port, wait_for
+
+
+def readme_receiver() -> str:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- receiver-script -->\n```python\n(.*?)```", readme, re.S)
+    assert match, "README.md has no receiver script"
+    return match.group(1)
+
+
+async def test_the_readme_receiver_verifies_a_real_delivery(
+    api: Api, worker: JobWorker, webhook_worker: WebhookWorker, tmp_path: Path
+) -> None:
+    script = tmp_path / "receiver.py"
+    script.write_text(readme_receiver())
+    port = free_port()
+    headers = await api.new_client("readme")
+    url = f"http://127.0.0.1:{port}/hook"
+    endpoint = (await api.client.post("/api/v1/webhooks", json={"url": url}, headers=headers)).json()
+    out = tmp_path / "receiver.out"
+    env = {"WEBHOOK_SECRET": endpoint["secret"], "PORT": str(port), "PATH": "/usr/bin:/bin"}
+    with out.open("wb") as sink:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(script), env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT
+        )
+    try:
+        await asyncio.sleep(0.5)  # let it bind before the first delivery; a miss would only be retried anyway
+        job = (await api.submit(headers)).json()
+
+        async def printed() -> str | None:
+            text = out.read_text()
+            return text if "job.succeeded" in text else None
+
+        text = await wait_for(printed, within=20)
+    finally:
+        process.kill()
+        await process.wait()
+    assert text is not None
+    line = next(line for line in text.splitlines() if "job.succeeded" in line)
+    assert line.startswith("verified msg_")
+    logs = (await api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=headers)).json()
+    assert [d["status"] for d in logs] == ["succeeded"]
