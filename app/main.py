@@ -22,7 +22,7 @@ from app.services.api_keys import ApiKeyService
 from app.services.deliveries import DeliveryService
 from app.services.jobs import JobService
 from app.services.outbox import Outbox
-from app.services.relay import make_outbox, start_relay, stop_task
+from app.services.relay import make_outbox, start_background, stop_task
 from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
@@ -35,7 +35,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     resources = await Resources.open(settings, role="api")
     outbox = make_outbox(resources)
-    relay = start_relay(resources, outbox)
+    relay = start_background(resources, outbox)
     names = resources.names
     box = SecretBox(settings.secret_encryption_key)
     state = ApiState(

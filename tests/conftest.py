@@ -1,5 +1,6 @@
 """Fixtures: one namespace and one fresh PostgreSQL database per test run, against the real services."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -49,6 +50,7 @@ TEST_SETTINGS: dict[str, Any] = {
     "webhook_timeout_seconds": 2,
     "webhook_consumers": 2,
     "webhook_fanout_consumers": 1,
+    "webhook_breaker_cooldown_seconds": 1,
     "secret_encryption_key": "test-encryption-key-" + NS,
     "shutdown_grace_seconds": 10,
     "job_consumers_critical": 1,
@@ -177,9 +179,9 @@ async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
         await resources.close()
 
 
-@pytest.fixture
-async def webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
-    """A webhook worker in this process."""
+@contextlib.asynccontextmanager
+async def running_webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
+    """A webhook worker in this process, with these settings."""
     resources = await Resources.open(settings, role="test-webhooks")
     outbox = make_outbox(resources)
     hooks = WebhookWorker(resources, outbox)
@@ -195,6 +197,12 @@ async def webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
         await hooks.stop(grace=5)
         await outbox.flush()
         await resources.close()
+
+
+@pytest.fixture
+async def webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
+    async with running_webhook_worker(settings) as hooks:
+        yield hooks
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.time)
 
 
 @dataclass
@@ -27,6 +29,7 @@ class Receiver:
     requests: list[Received] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)  # answered in order; 200 once they run out
     delay: float = 0.0
+    delays: dict[str, float] = field(default_factory=dict)  # per path, on top of `delay`
     answer: Answer | None = None
 
     def url(self, path: str = "/hook") -> str:
@@ -38,8 +41,8 @@ class Receiver:
         request = Request(scope, receive)
         received = Received(request.url.path, {k.lower(): v for k, v in request.headers.items()}, await request.body())
         self.requests.append(received)
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if self.delay or request.url.path in self.delays:
+            await asyncio.sleep(self.delay + self.delays.get(request.url.path, 0))
         if self.answer is not None:
             response = self.answer(received)
         else:

@@ -56,3 +56,9 @@ def jittered_ms(tier: Tier, rng: random.Random | None = None) -> int:
     """A per-message expiration in [delay, 1.2 x delay] milliseconds."""
     pick = (rng or random).uniform(tier.delay, tier.ceiling)
     return max(1, min(tier.ttl_ms, round(pick * 1000)))
+
+
+def tier_at_most(tiers: list[Tier], seconds: float) -> Tier:
+    """The longest tier that waits no more than `seconds` (the shortest when none does): come back in time."""
+    fitting = [tier for tier in tiers if tier.delay <= seconds]
+    return fitting[-1] if fitting else tiers[0]

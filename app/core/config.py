@@ -49,6 +49,15 @@ class Settings(BaseSettings):
     webhook_timeout_seconds: float = Field(default=15, gt=0)
     webhook_consumers: int = Field(default=8, ge=0)
     webhook_fanout_consumers: int = Field(default=2, ge=0)
+    webhook_max_in_flight_per_endpoint: int = Field(default=4, ge=1)
+    webhook_breaker_failures: int = Field(default=5, ge=1)
+    webhook_breaker_cooldown_seconds: float = Field(default=30, gt=0)
+    webhook_disable_after_seconds: float = Field(default=5 * 24 * 3600, gt=0)
+
+    retention_delivery_days: float = Field(default=30, gt=0)
+    retention_job_days: float = Field(default=30, gt=0)
+    retention_interval_seconds: float = Field(default=3600, gt=0)
+    retention_batch_size: int = Field(default=1000, ge=1)
 
     db_pool_size: int = Field(default=10, ge=1)
 

@@ -118,6 +118,15 @@ class Names:
     def job_lock_key(self, job_id: str) -> str:
         return f"{self.ns}:lock:job:{job_id}"
 
+    def endpoint_breaker_key(self, endpoint_id: str) -> str:
+        return f"{self.ns}:webhook:breaker:{endpoint_id}"
+
+    def endpoint_probe_key(self, endpoint_id: str) -> str:
+        return f"{self.ns}:webhook:probe:{endpoint_id}"
+
+    def endpoint_inflight_key(self, endpoint_id: str) -> str:
+        return f"{self.ns}:webhook:inflight:{endpoint_id}"
+
     @property
     def redis_prefix(self) -> str:
         return f"{self.ns}:"

@@ -80,6 +80,7 @@ class Response:
     status_code: int
     body: str
     duration_ms: float
+    retry_after: str | None = None
 
 
 def check_syntax(url: str) -> None:
@@ -128,7 +129,9 @@ async def post(
     """POST to the checked address, reading at most `max_body` bytes of the answer; redirects are not followed."""
     started = time.perf_counter()
     response, data = await _exchange(client, "POST", target, body, headers, timeout_seconds, max_body)
-    return Response(response.status_code, data.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    body_text = data.decode("utf-8", "replace")
+    return Response(response.status_code, body_text, elapsed_ms, response.headers.get("retry-after"))
 
 
 async def get(

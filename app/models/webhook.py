@@ -21,6 +21,8 @@ class WebhookEndpoint(Base):
     description: Mapped[str | None] = mapped_column(String(500), nullable=True)
     active: Mapped[bool] = mapped_column(Boolean)
     disabled_reason: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # Set at the first failed attempt after a success; an endpoint failing for long enough is disabled.
+    failing_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # Encrypted at rest (rule 13); the previous secret keeps signing until previous_expires_at.
     secret: Mapped[str] = mapped_column(Text)
     previous_secret: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -68,6 +70,7 @@ class Delivery(Base):
     __table_args__ = (
         UniqueConstraint("event_id", "target", name="uq_deliveries_event_target"),
         Index("ix_deliveries_endpoint_status_created", "endpoint_id", "status", "created_at"),
+        Index("ix_deliveries_created_at", "created_at"),
     )
 
 
@@ -81,5 +84,5 @@ class DeliveryAttempt(Base):
     duration_ms: Mapped[float] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     response_body: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -10,6 +10,7 @@ from app.core.resources import Resources
 from app.services.jobs import mark_queued
 from app.services.outbox import Outbox, Pending
 from app.services.overdue import republish_overdue
+from app.services.retention import Retention
 
 
 def make_outbox(resources: Resources) -> Outbox:
@@ -25,10 +26,23 @@ async def _mark_queued(resources: Resources, conn: AsyncConnection, job_id: str)
     return await mark_queued(conn, resources.names, job_id)
 
 
-def start_relay(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":
-    """The relay as a background task: unsent outbox rows, then overdue retries."""
+def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":
+    """The background tasks every process runs: the relay (unsent outbox rows, overdue retries) and retention."""
+    settings = resources.settings
     extra = partial(republish_overdue, resources)
-    return asyncio.create_task(outbox.run(resources.settings.outbox_relay_interval, extra), name="outbox-relay")
+    relay = asyncio.create_task(outbox.run(settings.outbox_relay_interval, extra), name="outbox-relay")
+    retention = Retention.from_settings(resources.engine, settings)
+    sweeper = asyncio.create_task(retention.run(settings.retention_interval_seconds), name="retention")
+    return asyncio.create_task(_together(relay, sweeper), name="background")
+
+
+async def _together(*tasks: "asyncio.Task[None]") -> None:
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def stop_task(task: "asyncio.Task[Any]") -> None:

@@ -71,7 +71,7 @@ class WebhookService:
         if "url" in changes:
             await self.check_url(changes["url"])
         if changes.get("active") is True:
-            changes = {**changes, "disabled_reason": None}
+            changes = {**changes, "disabled_reason": None, "failing_since": None}
         async with self.engine.begin() as conn:
             if await _visible(conn, principal, endpoint_id) is None:
                 return None

@@ -8,7 +8,7 @@ from loguru import logger
 
 from app.core.config import Settings
 from app.core.resources import Resources
-from app.services.relay import make_outbox, start_relay, stop_task
+from app.services.relay import make_outbox, start_background, stop_task
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
@@ -21,7 +21,7 @@ async def run_worker_process(
     on_signals(stop)
     resources = await Resources.open(settings, role=f"{kind}-worker")
     outbox = make_outbox(resources)
-    relay = start_relay(resources, outbox)
+    relay = start_background(resources, outbox)
     worker = JobWorker(resources, outbox) if kind == "jobs" else WebhookWorker(resources, outbox)
     await worker.start()
     await stop.wait()

@@ -3,6 +3,7 @@
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from app.core.backoff import Tier, jittered_ms, tier_for_retry
@@ -14,6 +15,7 @@ class DeadReason:
     PERMANENT_ERROR = "permanent_error"
     TIMEOUT = "timeout"
     WORKER_LOST = "worker_lost"
+    GONE = "gone"  # a webhook endpoint answered 410
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,32 @@ def decide(
     return Retry(tier, jittered_ms(tier, rng), now + timedelta(seconds=tier.delay))
 
 
-def delivery_plan(budget_used: int, schedule: list[float], tiers: list[Tier], now: datetime) -> Retry | DeadLetter:
-    """After a failed delivery attempt (the `budget_used`-th): wait the schedule's next step, or give up."""
+def delivery_plan(
+    budget_used: int, schedule: list[float], tiers: list[Tier], now: datetime, retry_after: float | None = None
+) -> Retry | DeadLetter:
+    """After a failed delivery attempt (the `budget_used`-th): wait the schedule's next step, or give up.
+
+    A receiver's Retry-After is honoured within bounds: never sooner than the step, never later than twice it.
+    """
     if budget_used > len(schedule):
         return DeadLetter(DeadReason.RETRIES_EXHAUSTED)
     delay = schedule[budget_used - 1]
     tier = next(t for t in tiers if t.delay == delay)
-    return Retry(tier, jittered_ms(tier), now + timedelta(seconds=delay))
+    if retry_after is None:
+        return Retry(tier, jittered_ms(tier), now + timedelta(seconds=delay))
+    wait = min(max(retry_after, delay), 2 * delay)
+    # Past the tier's ceiling the message comes back early and is deferred until next_attempt_at.
+    return Retry(tier, min(round(wait * 1000), tier.ttl_ms), now + timedelta(seconds=wait))
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - now).total_seconds())

@@ -2,11 +2,11 @@
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from loguru import logger
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
@@ -21,6 +21,7 @@ from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.retry_policy import DeadLetter, Retry
 
 BODY_LIMIT = 4096
+GONE = 410
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Attempt:
     duration_ms: float
     error: str | None
     response_body: str | None
+    retry_after: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,6 +51,7 @@ class WebhookStore:
     names: Names
     box: SecretBox
     lease_seconds: float
+    disable_after_seconds: float
 
     async def fan_out(self, event: Row, body: bytes, request_id: str | None) -> list[Pending]:
         """One delivery per matching endpoint (and callback URL); a twice-published event adds none."""
@@ -80,7 +83,7 @@ class WebhookStore:
                 return Send(delivery, await self._secrets(conn, delivery, now))
         return _not_ours(delivery, now)
 
-    async def _secrets(self, conn: Any, delivery: Row, now: datetime) -> list[str]:
+    async def _secrets(self, conn: AsyncConnection, delivery: Row, now: datetime) -> list[str]:
         if delivery["endpoint_id"] is None:
             return [await client_secret(conn, self.box, delivery["client_id"])]
         endpoint = (await conn.execute(select(ENDPOINTS).where(ENDPOINTS.c.id == delivery["endpoint_id"]))).one()
@@ -90,6 +93,15 @@ class WebhookStore:
         if endpoint.previous_secret and endpoint.previous_expires_at and endpoint.previous_expires_at > now:
             secrets.append(self.box.open(endpoint.previous_secret))
         return secrets
+
+    async def release(self, delivery: Row) -> None:
+        """Give the lease back without an attempt (the endpoint's breaker or cap said wait)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(DELIVERIES)
+                .where(DELIVERIES.c.id == delivery["id"], DELIVERIES.c.attempt_count == delivery["attempt_count"])
+                .values(lease_until=None)
+            )
 
     async def abandon(self, delivery: Row, why: str) -> None:
         """The endpoint is gone or disabled: fail the delivery without sending."""
@@ -140,7 +152,36 @@ class WebhookStore:
             )
             if delivery["job_id"]:
                 await audit(conn, delivery["job_id"], "delivery", _detail(delivery, number, attempt, status), now)
+            if delivery["endpoint_id"]:
+                await self._judge_endpoint(conn, delivery["endpoint_id"], attempt, now)
         return True
+
+    async def _judge_endpoint(self, conn: AsyncConnection, endpoint_id: str, attempt: Attempt, now: datetime) -> None:
+        """Track how long the endpoint has failed everything; disable it when gone (410) or failing too long."""
+        where = ENDPOINTS.c.id == endpoint_id
+        if attempt.ok:
+            await conn.execute(
+                update(ENDPOINTS).where(where, ENDPOINTS.c.failing_since.is_not(None)).values(failing_since=None)
+            )
+            return
+        await conn.execute(
+            update(ENDPOINTS).where(where, ENDPOINTS.c.failing_since.is_(None)).values(failing_since=now)
+        )
+        if attempt.status_code == GONE:
+            reason = f"the endpoint answered 410 Gone at {_stamp(now)}"
+        else:
+            cutoff = now - timedelta(seconds=self.disable_after_seconds)
+            since = (await conn.execute(select(ENDPOINTS.c.failing_since).where(where))).scalar_one_or_none()
+            if since is None or since > cutoff:
+                return
+            reason = f"every attempt failed from {_stamp(since)} to {_stamp(now)}"
+        result = await conn.execute(
+            update(ENDPOINTS)
+            .where(where, ENDPOINTS.c.active.is_(True))
+            .values(active=False, disabled_reason=reason, updated_at=now)
+        )
+        if result.rowcount:
+            logger.warning("webhook endpoint {} disabled: {}", endpoint_id, reason)
 
 
 def _not_ours(delivery: Row, now: datetime) -> Drop | ToDeadLetters | Defer:
@@ -164,3 +205,7 @@ def _detail(delivery: Row, number: int, attempt: Attempt, status: str) -> Row:
         "outcome": outcome,
         **({"error": attempt.error} if attempt.error else {}),
     }
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

@@ -5,12 +5,13 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
-from app.core.backoff import Tier, jittered_ms, tier_for_wait
+from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER
@@ -22,9 +23,10 @@ from app.models.types import utcnow
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup
+from app.workers.endpoint_guard import EndpointGuard, Gate
 from app.workers.job_store import Defer, Drop, ToDeadLetters
-from app.workers.retry_policy import DeadLetter, Retry, delivery_plan
-from app.workers.webhook_store import Attempt, Send, WebhookStore
+from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
+from app.workers.webhook_store import GONE, Attempt, Send, WebhookStore
 
 LEASE_MARGIN = 5.0
 
@@ -39,7 +41,17 @@ class WebhookWorker:
         settings = self.resources.settings
         names = self.resources.names
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN
-        self.store = WebhookStore(self.resources.engine, names, SecretBox(settings.secret_encryption_key), lease)
+        box = SecretBox(settings.secret_encryption_key)
+        disable_after = settings.webhook_disable_after_seconds
+        self.store = WebhookStore(self.resources.engine, names, box, lease, disable_after)
+        self.guard = EndpointGuard(
+            self.resources.redis,
+            names,
+            settings.webhook_breaker_failures,
+            settings.webhook_breaker_cooldown_seconds,
+            settings.webhook_max_in_flight_per_endpoint,
+            lease,
+        )
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
         self.fanout = ConsumerGroup(self.resources, f"{self.name}-fanout", fanout_plan, self._fan_out)
         self.senders = ConsumerGroup(
@@ -95,22 +107,45 @@ class WebhookWorker:
             await self.store.abandon(delivery, "the endpoint was deleted or disabled")
             await message.ack()
             return
-        attempt = await self._attempt(delivery, secrets)
-        plan: Retry | DeadLetter | None = None
-        if not attempt.ok:
-            settings = self.resources.settings
+        guard_key = delivery["endpoint_id"] or f"callback:{urlsplit(delivery['url']).netloc}"
+        gate, wait = await self.guard.admit(guard_key, delivery["id"])
+        if gate in (Gate.OPEN, Gate.BUSY):
+            # No attempt and no consumer held: back through a delay tier, the retry budget untouched.
+            await self.store.release(delivery)
             tiers = self.resources.topology.webhook_tiers
-            plan = delivery_plan(delivery["budget_used"] + 1, settings.webhook_retry_delays, tiers, utcnow())
+            await self._to_tier(message, tier_at_most(tiers, wait), None)
+            await message.ack()
+            return
+        try:
+            attempt = await self._attempt(delivery, secrets)
+        except BaseException:
+            await self.guard.release(guard_key, delivery["id"])
+            raise
+        if await self.guard.done(guard_key, delivery["id"], attempt.ok):
+            logger.warning("circuit opened for {}: deliveries wait in the delay tiers", guard_key)
+        await self._settle(message, delivery, attempt)
+
+    async def _settle(self, message: AbstractIncomingMessage, delivery: dict[str, Any], attempt: Attempt) -> None:
+        """Record the attempt, then ack, send to a delay tier, or reject into the webhook DLQ."""
+        plan = None if attempt.ok else self._plan(delivery, attempt)
         if not await self.store.record(delivery, attempt, plan):
             await message.ack()  # a newer claim owns it now
             return
         if isinstance(plan, Retry):
             await self._to_tier(message, plan.tier, plan.expiration_ms)
         if isinstance(plan, DeadLetter):
-            logger.warning("delivery {} to {} failed for good", delivery["id"], delivery["url"])
+            logger.warning("delivery {} to {} failed for good ({})", delivery["id"], delivery["url"], plan.reason)
             await message.reject(requeue=False)
         else:
             await message.ack()
+
+    def _plan(self, delivery: dict[str, Any], attempt: Attempt) -> Retry | DeadLetter:
+        if attempt.status_code == GONE:
+            return DeadLetter(DeadReason.GONE)
+        now = utcnow()
+        retry_after = parse_retry_after(attempt.retry_after, now) if attempt.status_code in (429, 503) else None
+        delays, tiers = self.resources.settings.webhook_retry_delays, self.resources.topology.webhook_tiers
+        return delivery_plan(delivery["budget_used"] + 1, delays, tiers, now, retry_after)
 
     async def _attempt(self, delivery: dict[str, Any], secrets: list[str]) -> Attempt:
         settings = self.resources.settings
@@ -124,7 +159,7 @@ class WebhookWorker:
             elapsed = (time.perf_counter() - started) * 1000
             return Attempt(None, elapsed, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
         error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
-        return Attempt(response.status_code, response.duration_ms, error, response.body)
+        return Attempt(response.status_code, response.duration_ms, error, response.body, response.retry_after)
 
     async def _to_tier(self, message: AbstractIncomingMessage, tier: Tier, expiration_ms: int | None) -> None:
         names = self.resources.names
