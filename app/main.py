@@ -12,16 +12,19 @@ from fastapi.openapi.utils import get_openapi
 from loguru import logger
 
 from app.api import errors
-from app.api.routes import api_keys, deliveries, health, jobs, webhooks
+from app.api.routes import api_keys, circuits, deliveries, health, jobs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
+from app.services.breakers import job_type_breakers
 from app.services.deliveries import DeliveryService
+from app.services.idempotency import IdempotencyCache
 from app.services.jobs import JobService
 from app.services.outbox import Outbox
+from app.services.rate_limit import RateLimiter
 from app.services.relay import make_outbox, start_background, stop_task
 from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
@@ -40,10 +43,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     box = SecretBox(settings.secret_encryption_key)
     state = ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, resources.broker, outbox, names),
+        jobs=JobService(
+            resources.engine,
+            resources.broker,
+            outbox,
+            names,
+            IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds),
+        ),
         keys=ApiKeyService(resources.engine, settings.admin_api_key),
         webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
         deliveries=DeliveryService(resources.engine, outbox, names),
+        limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
+        breakers=job_type_breakers(resources),
         workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},
     )
     workers = embedded_workers(resources, outbox) if settings.embedded_workers else {}
@@ -82,7 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
-    for module in (health, api_keys, jobs, webhooks, deliveries):
+    for module in (health, api_keys, jobs, webhooks, deliveries, circuits):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

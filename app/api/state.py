@@ -5,8 +5,10 @@ from dataclasses import dataclass, field
 
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
+from app.services.breakers import JobTypeBreakers
 from app.services.deliveries import DeliveryService
 from app.services.jobs import JobService
+from app.services.rate_limit import RateLimiter
 from app.services.webhooks import WebhookService
 
 
@@ -17,5 +19,7 @@ class ApiState:
     keys: ApiKeyService
     webhooks: WebhookService
     deliveries: DeliveryService
+    limiter: RateLimiter
+    breakers: JobTypeBreakers
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)

@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] | None = None
 
     rate_limit_per_minute: int = Field(default=100, ge=1)
+    idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=1)
+    breaker_failure_rate: float = Field(default=0.5, gt=0, le=1)
+    breaker_min_calls: int = Field(default=20, ge=1)
+    breaker_window_seconds: float = Field(default=60, gt=0)
+    breaker_cooldown_seconds: float = Field(default=30, gt=0)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     webhook_allow_private_networks: bool = False
     embedded_workers: bool = False

@@ -118,6 +118,18 @@ class Names:
     def job_lock_key(self, job_id: str) -> str:
         return f"{self.ns}:lock:job:{job_id}"
 
+    def idempotency_key(self, client_id: str, key: str) -> str:
+        return f"{self.ns}:idempotency:{client_id}:{key}"
+
+    def rate_limit_key(self, client_id: str) -> str:
+        return f"{self.ns}:ratelimit:{client_id}"
+
+    def job_breaker_key(self, job_type: str) -> str:
+        return f"{self.ns}:breaker:job:{job_type}"
+
+    def job_probe_key(self, job_type: str) -> str:
+        return f"{self.ns}:breaker:probe:{job_type}"
+
     def endpoint_breaker_key(self, endpoint_id: str) -> str:
         return f"{self.ns}:webhook:breaker:{endpoint_id}"
 

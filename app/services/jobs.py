@@ -21,6 +21,7 @@ from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
+from app.services.idempotency import IdempotencyCache
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import older_than
 from app.services.tenancy import Principal, visible_to
@@ -52,26 +53,43 @@ class JobService:
     broker: Broker
     outbox: Outbox
     names: Names
+    idempotency: IdempotencyCache | None = None
 
     async def submit(self, principal: Principal, request: JobOptions, request_id: str | None) -> tuple[Row, Submitted]:
         """Save the job and stage its message, then publish it; say how far it got."""
         digest = request_hash(request)
-        if request.idempotency_key and (earlier := await self._earlier(principal, request.idempotency_key, digest)):
+        key = request.idempotency_key
+        if key and (earlier := await self._seen_before(principal, key, digest)):
             return earlier, Submitted.EXISTING
         try:
             job, staged = await self._save(principal, request, request_id, digest)
         except IntegrityError:
             # Another submit with the same key won the race; the unique index is the safety net.
-            earlier = await self._earlier(principal, request.idempotency_key or "", digest)
+            earlier = await self._earlier(principal, key or "", digest)
             if earlier is None:
                 raise
             return earlier, Submitted.EXISTING
+        if key and self.idempotency is not None:
+            await self.idempotency.remember(principal.client_id, key, digest, job["id"])
         try:
             await self.broker.publish(staged.message)
         except PublishError as exc:
             logger.warning("job {} saved as pending, the relay will publish it: {}", job["id"], exc)
             return job, Submitted.PENDING
         return await self._confirm(principal, job, staged), Submitted.CREATED
+
+    async def _seen_before(self, principal: Principal, key: str, digest: str) -> Row | None:
+        """Redis first (one round trip when the key is new); the database when Redis knows of a request."""
+        if self.idempotency is None:
+            return await self._earlier(principal, key, digest)
+        seen = await self.idempotency.claim(principal.client_id, key, digest)
+        if seen is None:
+            return None  # ours now, or Redis is down: the unique index still catches a duplicate
+        if seen.digest != digest:
+            raise IdempotencyConflict(key)
+        if seen.job_id and (job := await self.get(principal, seen.job_id)):
+            return job
+        return await self._earlier(principal, key, digest)  # the other request is still being saved
 
     async def _earlier(self, principal: Principal, key: str, digest: str) -> Row | None:
         query = select(JOBS).where(JOBS.c.client_id == principal.client_id, JOBS.c.idempotency_key == key)

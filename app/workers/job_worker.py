@@ -15,7 +15,9 @@ from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.handlers.base import JobContext
+from app.handlers.errors import PermanentError
 from app.models.types import utcnow
+from app.services.breakers import BreakerState, job_type_breakers
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup
 from app.workers.job_store import Claimed, Defer, Drop, JobStore, ToDeadLetters
@@ -37,6 +39,7 @@ class JobWorker:
         settings = self.resources.settings
         self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
         self.publisher: Broker = self.resources.broker
+        self.breakers = job_type_breakers(self.resources)
         plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
         self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)
 
@@ -86,7 +89,15 @@ class JobWorker:
                 await lock.release()
 
     async def _claim_and_run(self, message: AbstractIncomingMessage, job_message: JobMessage, lock: JobLock) -> None:
+        circuit = await self.breakers.check(job_message.job_type, take_probe=True)
+        if circuit.state is BreakerState.OPEN or (circuit.state is BreakerState.HALF_OPEN and not circuit.probe):
+            # The job type's circuit is open: no claim, no attempt; the job waits in a delay tier.
+            wait = circuit.retry_after or self.breakers.cooldown_seconds / 10
+            await self._defer(message, job_message, wait)
+            return
         verdict = await self.store.claim(job_message.job_id)
+        if circuit.probe and not isinstance(verdict, Claimed):
+            await self.breakers.release_probe(job_message.job_type)
         match verdict:
             case Drop(why):
                 logger.info("dropping message for job {}: {}", job_message.job_id, why)
@@ -98,9 +109,9 @@ class JobWorker:
                 await self._defer(message, job_message, seconds)
             case Claimed(job, events):
                 self.outbox.publish_soon(events)
-                await self._run(message, job, lock)
+                await self._run(message, job, lock, circuit.probe)
 
-    async def _run(self, message: AbstractIncomingMessage, job: dict[str, Any], lock: JobLock) -> None:
+    async def _run(self, message: AbstractIncomingMessage, job: dict[str, Any], lock: JobLock, probe: bool) -> None:
         settings = self.resources.settings
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"])
@@ -117,15 +128,25 @@ class JobWorker:
             await message.ack()
             return
         except Exception as exc:
+            await self._judge(job["job_type"], exc, probe)
             await self._failed(message, job, exc)
             return
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+        await self._judge(job["job_type"], None, probe)
         event = await self.store.succeed(job, result)
         self.processed += 1
         await self._settle(message, event, ack=True)
+
+    async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
+        """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
+        if isinstance(exc, PermanentError):
+            if probe:
+                await self.breakers.release_probe(job_type)
+            return
+        await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
     async def _failed(self, message: AbstractIncomingMessage, job: dict[str, Any], exc: Exception) -> None:
         error = error_of(exc)

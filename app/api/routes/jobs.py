@@ -1,6 +1,7 @@
 """The jobs API: submit, read, list, audit trail."""
 
 import json
+import math
 from typing import Annotated, Any
 
 from asgi_correlation_id import correlation_id
@@ -9,9 +10,11 @@ from pydantic import ValidationError
 
 from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found, validation_errors
+from app.api.state import ApiState
 from app.core.statuses import JobStatus
 from app.schemas.job import JOB_REQUEST, JobEventOut, JobOut, JobPage
 from app.schemas.webhook import DeliveryOut
+from app.services.breakers import BreakerState
 from app.services.jobs import IdempotencyConflict, Submitted
 from app.services.pagination import BadCursor, encode
 
@@ -34,7 +37,8 @@ REQUEST_SCHEMA_REF = "#/components/schemas/JobRequest"
         409: {"description": "The idempotency key was used for a different request."},
         413: {"description": "The body is over the size limit."},
         422: {"description": "Unknown job type, bad payload or field, or a body that is not a JSON object."},
-        503: {"description": "The database is unreachable; nothing was saved."},
+        429: {"description": "Over the client's rate limit; see Retry-After and X-RateLimit-*."},
+        503: {"description": "The database is unreachable, or the job type's circuit is open; nothing was saved."},
     },
 )
 async def submit_job(
@@ -45,6 +49,7 @@ async def submit_job(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> JobOut:
     """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable."""
+    await _rate_limit(state, principal.client_id, response)
     data = await _json_object(request, state.resources.settings.max_body_bytes)
     if idempotency_key and "idempotency_key" not in data:
         data["idempotency_key"] = idempotency_key
@@ -52,6 +57,11 @@ async def submit_job(
         job_request = JOB_REQUEST.validate_python(data)
     except ValidationError as exc:
         raise validation_errors(list(exc.errors())) from exc
+    circuit = await state.breakers.check(job_request.job_type)
+    if circuit.state is BreakerState.OPEN:
+        retry_after = str(max(1, math.ceil(circuit.retry_after)))
+        detail = f"Jobs of type {job_request.job_type} are failing; their circuit is open. Retry in {retry_after} s."
+        raise ApiError(503, "circuit_open", detail, headers={"Retry-After": retry_after})
     if job_request.callback_url:
         await state.webhooks.check_url(job_request.callback_url)  # the SSRF guard, before anything is saved
     try:
@@ -62,6 +72,17 @@ async def submit_job(
         ) from exc
     response.status_code = SUBMIT_STATUS[outcome]
     return JobOut.model_validate(job)
+
+
+async def _rate_limit(state: ApiState, client_id: str, response: Response) -> None:
+    """Every submit counts against the client's window; over it, 429 (Redis down: no limit, fail open)."""
+    decision = await state.limiter.check(client_id)
+    if decision is None:
+        return
+    if not decision.allowed:
+        detail = f"Over the limit of {decision.limit} job submissions per minute; retry after the Retry-After seconds."
+        raise ApiError(429, "rate_limited", detail, headers=decision.headers())
+    response.headers.update(decision.headers())
 
 
 async def _json_object(request: Request, limit: int) -> dict[str, Any]:

@@ -1,0 +1,27 @@
+"""The job-type circuit breakers, as every process sees them."""
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from app.api.deps import PrincipalDep, StateDep
+from app.handlers.registry import JOB_TYPES
+
+router = APIRouter(prefix="/api/v1/circuits", tags=["operations"])
+
+
+class CircuitOut(BaseModel):
+    job_type: str
+    state: str
+    calls: int
+    failures: int
+    retry_after: float
+
+
+@router.get("", response_model=list[CircuitOut])
+async def list_circuits(state: StateDep, _: PrincipalDep) -> list[CircuitOut]:
+    """Each job type's breaker: `closed`, `open` (submits answer 503) or `half_open` (one probe runs)."""
+    circuits = [await state.breakers.check(name) for name in sorted(JOB_TYPES)]
+    return [
+        CircuitOut(job_type=c.job_type, state=c.state, calls=c.calls, failures=c.failures, retry_after=c.retry_after)
+        for c in circuits
+    ]
