@@ -8,8 +8,8 @@ Create Date: 2026-11-30
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
 
+from alembic import op
 from app.models.types import UTCDateTime
 
 revision: str = "0003"
