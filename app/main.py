@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from loguru import logger
 
 from app.api import errors
-from app.api.routes import api_keys, circuits, deliveries, health, jobs, webhooks
+from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.resources import Resources
@@ -21,6 +21,7 @@ from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
 from app.services.breakers import job_type_breakers
 from app.services.deliveries import DeliveryService
+from app.services.dlq import DlqService
 from app.services.idempotency import IdempotencyCache
 from app.services.jobs import JobService
 from app.services.outbox import Outbox
@@ -53,6 +54,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         keys=ApiKeyService(resources.engine, settings.admin_api_key),
         webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
         deliveries=DeliveryService(resources.engine, outbox, names),
+        dlq=DlqService(resources.engine, outbox, names),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
         workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},
@@ -93,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
-    for module in (health, api_keys, jobs, webhooks, deliveries, circuits):
+    for module in (health, api_keys, jobs, webhooks, deliveries, dlq, circuits):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

@@ -59,6 +59,7 @@ TEST_SETTINGS: dict[str, Any] = {
     "embedded_workers": False,
     "webhook_allow_private_networks": True,  # the test receivers listen on 127.0.0.1
     "log_level": "WARNING",
+    "rate_limit_per_minute": 100_000,  # tests that flood set their own
 }
 
 

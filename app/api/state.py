@@ -7,6 +7,7 @@ from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
 from app.services.breakers import JobTypeBreakers
 from app.services.deliveries import DeliveryService
+from app.services.dlq import DlqService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
 from app.services.webhooks import WebhookService
@@ -19,6 +20,7 @@ class ApiState:
     keys: ApiKeyService
     webhooks: WebhookService
     deliveries: DeliveryService
+    dlq: DlqService
     limiter: RateLimiter
     breakers: JobTypeBreakers
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")

@@ -112,6 +112,20 @@ class Broker:
             self._exchanges[name] = exchange
         return exchange
 
+    async def queue_depth(self, name: str) -> int | None:
+        """Messages ready in a queue, by a passive declare on a channel of its own; None when unknown."""
+        if not self.is_up:
+            return None
+        channel = await self.connection.channel()
+        try:
+            queue = await channel.declare_queue(name, passive=True)
+            return queue.declaration_result.message_count
+        except aio_pika.exceptions.AMQPError:
+            return None
+        finally:
+            if not channel.is_closed:
+                await channel.close()
+
     async def close(self) -> None:
         if self._connector is not None and not self._connector.done():
             self._connector.cancel()

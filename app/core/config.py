@@ -63,6 +63,7 @@ class Settings(BaseSettings):
     retention_job_days: float = Field(default=30, gt=0)
     retention_interval_seconds: float = Field(default=3600, gt=0)
     retention_batch_size: int = Field(default=1000, ge=1)
+    dlq_janitor_interval_seconds: float = Field(default=60, gt=0)
 
     db_pool_size: int = Field(default=10, ge=1)
 

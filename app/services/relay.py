@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.resources import Resources
+from app.services.janitor import DlqJanitor
 from app.services.jobs import mark_queued
 from app.services.outbox import Outbox, Pending
 from app.services.overdue import republish_overdue
@@ -33,7 +34,10 @@ def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None
     relay = asyncio.create_task(outbox.run(settings.outbox_relay_interval, extra), name="outbox-relay")
     retention = Retention.from_settings(resources.engine, settings)
     sweeper = asyncio.create_task(retention.run(settings.retention_interval_seconds), name="retention")
-    return asyncio.create_task(_together(relay, sweeper), name="background")
+    names = resources.names
+    janitor = DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq)
+    cleaner = asyncio.create_task(janitor.run(settings.dlq_janitor_interval_seconds), name="dlq-janitor")
+    return asyncio.create_task(_together(relay, sweeper, cleaner), name="background")
 
 
 async def _together(*tasks: "asyncio.Task[None]") -> None:

@@ -15,6 +15,7 @@ from app.core.statuses import JobStatus
 from app.schemas.job import JOB_REQUEST, JobEventOut, JobOut, JobPage
 from app.schemas.webhook import DeliveryOut
 from app.services.breakers import BreakerState
+from app.services.dlq import NotCancellable, NotDeadLettered
 from app.services.jobs import IdempotencyConflict, Submitted
 from app.services.pagination import BadCursor, encode
 
@@ -150,3 +151,27 @@ async def job_logs(job_id: str, state: StateDep, principal: PrincipalDep) -> lis
     if rows is None:
         raise not_found("job")
     return [DeliveryOut.model_validate(row) for row in rows]
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut, responses={409: {"description": "Running or finished."}})
+async def cancel_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
+    """A pending, queued or retrying job will not run; anything else answers 409."""
+    try:
+        job = await state.dlq.cancel(principal, job_id)
+    except NotCancellable as exc:
+        raise ApiError(409, "not_cancellable", f"The job cannot be cancelled: it is {exc}.") from exc
+    if job is None:
+        raise not_found("job")
+    return JobOut.model_validate(job)
+
+
+@router.post("/{job_id}/retry", response_model=JobOut, responses={409: {"description": "Not dead-lettered."}})
+async def retry_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
+    """Replay a dead-lettered job: its attempts start again and its old DLQ message will never run it."""
+    try:
+        job = await state.dlq.retry(principal, job_id)
+    except NotDeadLettered as exc:
+        raise ApiError(409, "not_dead_lettered", "Only a dead-lettered job can be retried.") from exc
+    if job is None:
+        raise not_found("job")
+    return JobOut.model_validate(job)

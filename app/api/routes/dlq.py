@@ -1,0 +1,45 @@
+"""The dead-letter queue: what died and why, and sending it back to work."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import PrincipalDep, StateDep
+from app.api.errors import ApiError
+from app.schemas.dlq import DeadJobOut, DeadJobPage, DlqStats, ReplayIn, ReplayOut
+from app.services.pagination import BadCursor, encode
+
+router = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
+
+
+@router.get("", response_model=DeadJobPage)
+async def list_dead_jobs(
+    state: StateDep,
+    principal: PrincipalDep,
+    job_type: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> DeadJobPage:
+    """Dead-lettered jobs, newest first, with the reason, attempts and last error."""
+    try:
+        rows, last = await state.dlq.page(principal, job_type, limit, cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from exc
+    items = [DeadJobOut.model_validate({**row, "reason": row["dead_reason"]}) for row in rows]
+    return DeadJobPage(items=items, next_cursor=encode(last["created_at"], last["id"]) if last else None)
+
+
+@router.get("/stats", response_model=DlqStats)
+async def dlq_stats(state: StateDep, principal: PrincipalDep) -> DlqStats:
+    """Counts of your dead-lettered jobs; an admin also sees the broker's DLQ depth."""
+    stats = DlqStats.model_validate(await state.dlq.stats(principal))
+    if principal.admin:
+        stats.broker_depth = await state.resources.broker.queue_depth(state.resources.names.jobs_dlq)
+    return stats
+
+
+@router.post("/replay", response_model=ReplayOut)
+async def replay(body: ReplayIn, state: StateDep, principal: PrincipalDep) -> ReplayOut:
+    """Send dead jobs back to work, oldest first: by ids, by type, or all, up to `limit`."""
+    ids = await state.dlq.replay(principal, body.job_ids, body.job_type, body.limit)
+    return ReplayOut(replayed=len(ids), job_ids=ids)

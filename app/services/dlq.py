@@ -1,0 +1,136 @@
+"""The dead-letter queue as a resource: list what died and why, replay it, retry one, cancel one."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.messages import JobMessage, job_outgoing
+from app.core.names import Names
+from app.core.statuses import JobStatus
+from app.models.tables import JOBS
+from app.models.types import utcnow
+from app.services import outbox as outbox_rows
+from app.services.outbox import Outbox, Pending
+from app.services.pagination import older_than
+from app.services.tenancy import Principal, visible_to
+from app.services.transitions import Row, audit, move
+
+S = JobStatus
+CANCELLABLE = (S.PENDING, S.QUEUED, S.RETRYING)
+
+
+class NotDeadLettered(Exception):
+    """Only a dead-lettered job can be replayed."""
+
+
+class NotCancellable(Exception):
+    """The job is running or finished: too late to cancel."""
+
+
+class _Lost(Exception):
+    """A compare-and-set found the row changed: roll the transaction back."""
+
+
+@dataclass(frozen=True)
+class DlqService:
+    engine: AsyncEngine
+    outbox: Outbox
+    names: Names
+
+    async def page(
+        self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[Row], Row | None]:
+        """Dead-lettered jobs, newest first."""
+        query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
+        if job_type:
+            query = query.where(JOBS.c.job_type == job_type)
+        if cursor:
+            query = query.where(older_than(JOBS.c.created_at, JOBS.c.id, cursor))
+        query = query.order_by(JOBS.c.created_at.desc(), JOBS.c.id.desc()).limit(limit + 1)
+        async with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in await conn.execute(query)]
+        return rows[:limit], rows[limit - 1] if len(rows) > limit else None
+
+    async def stats(self, principal: Principal) -> dict[str, Any]:
+        """Counts of the caller's dead-lettered jobs, by type and by reason."""
+        dead = select(JOBS.c.job_type, JOBS.c.dead_reason, func.count().label("n")).where(
+            visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(dead.group_by(JOBS.c.job_type, JOBS.c.dead_reason))).all()
+        by_type: dict[str, int] = {}
+        by_reason: dict[str, int] = {}
+        for job_type, reason, n in rows:
+            by_type[job_type] = by_type.get(job_type, 0) + n
+            by_reason[reason or "unknown"] = by_reason.get(reason or "unknown", 0) + n
+        return {"dead_lettered": sum(by_type.values()), "by_job_type": by_type, "by_reason": by_reason}
+
+    async def replay(
+        self, principal: Principal, job_ids: list[str] | None, job_type: str | None, limit: int
+    ) -> list[str]:
+        """Send dead jobs back to work, oldest first, each in its own transaction: a crash half-way loses
+        nothing (the outbox holds what was committed) and a second run replays nothing twice."""
+        query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
+        if job_ids is not None:
+            query = query.where(JOBS.c.id.in_(job_ids))
+        if job_type:
+            query = query.where(JOBS.c.job_type == job_type)
+        query = query.order_by(JOBS.c.created_at, JOBS.c.id).limit(limit)
+        async with self.engine.connect() as conn:
+            candidates = [dict(r._mapping) for r in await conn.execute(query)]
+        replayed = []
+        for job in candidates:
+            staged = await self._replay_one(job)
+            if staged:
+                await self.outbox.publish(staged)
+                replayed.append(job["id"])
+        return replayed
+
+    async def retry(self, principal: Principal, job_id: str) -> Row | None:
+        """Replay one job; None when the caller has no such job, NotDeadLettered when it is not dead."""
+        job = await self._visible(principal, job_id)
+        if job is None:
+            return None
+        if job["status"] != S.DEAD_LETTERED or not (staged := await self._replay_one(job)):
+            raise NotDeadLettered(job_id)
+        await self.outbox.publish(staged)
+        return await self._visible(principal, job_id)
+
+    async def _replay_one(self, job: Row) -> list[Pending]:
+        """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message, in one tx."""
+        values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
+        trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
+        try:
+            async with self.engine.begin() as conn:
+                await audit(conn, job["id"], "replayed", trail, utcnow())
+                moved = await move(conn, self.names, job, S.QUEUED, values=values)
+                if moved is None:
+                    raise _Lost
+                queued, event = moved
+                staged = await outbox_rows.add(conn, job_outgoing(self.names, JobMessage.from_row(queued)))
+        except _Lost:
+            return []  # someone else replayed or changed it first; the transaction rolled back
+        return [staged, event]
+
+    async def cancel(self, principal: Principal, job_id: str) -> Row | None:
+        """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole."""
+        job = await self._visible(principal, job_id)
+        if job is None:
+            return None
+        if job["status"] not in CANCELLABLE:
+            raise NotCancellable(job["status"])
+        async with self.engine.begin() as conn:
+            moved = await move(
+                conn, self.names, job, S.CANCELLED, values={"finished_at": utcnow(), "lease_until": None}
+            )
+        if moved is None:
+            raise NotCancellable("changed while cancelling")
+        await self.outbox.publish([moved[1]])
+        return moved[0]
+
+    async def _visible(self, principal: Principal, job_id: str) -> Row | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id, visible_to(JOBS, principal)))).first()
+        return dict(row._mapping) if row else None

@@ -1,0 +1,112 @@
+"""The DLQ janitor: walks a broker dead-letter queue, removes messages whose job or delivery no longer needs
+them (replayed, redelivered), and leaves every other message in place and in order."""
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+from loguru import logger
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.broker import Broker
+from app.core.database import is_unreachable
+from app.core.statuses import JobStatus
+from app.models.tables import DELIVERIES, JOBS
+from app.services.deliveries import DeliveryStatus
+
+MAX_PER_SWEEP = 1000
+
+# ids of the messages taken -> the ids that are still dead (so their messages stay)
+StillDead = Callable[[list[str]], Awaitable[set[str]]]
+
+
+@dataclass(frozen=True)
+class DlqJanitor:
+    engine: AsyncEngine
+    broker: Broker
+    jobs_dlq: str
+    webhooks_dlq: str
+
+    async def sweep(self) -> dict[str, int]:
+        """One pass over both DLQs; how many messages each lost."""
+        return {
+            self.jobs_dlq: await self._sweep(self.jobs_dlq, _job_id, self._dead_jobs),
+            self.webhooks_dlq: await self._sweep(self.webhooks_dlq, _delivery_id, self._failed_deliveries),
+        }
+
+    async def _sweep(
+        self, queue_name: str, key: Callable[[AbstractIncomingMessage], str], still_dead: StillDead
+    ) -> int:
+        channel = await self.broker.connection.channel()
+        try:
+            taken = await self._take(channel, queue_name)
+            keep = await still_dead([key(m) for m in taken])
+            removed = 0
+            # Requeued messages go back to their original place in the queue, so the order stays as it was.
+            for message in reversed(taken):
+                if key(message) in keep:
+                    await message.nack(requeue=True)
+                else:
+                    await message.ack()
+                    removed += 1
+            return removed
+        finally:
+            await channel.close()
+
+    async def _take(self, channel: AbstractChannel, queue_name: str) -> list[AbstractIncomingMessage]:
+        queue = await channel.declare_queue(queue_name, passive=True)
+        depth = min(queue.declaration_result.message_count or 0, MAX_PER_SWEEP)
+        taken = []
+        for _ in range(depth):
+            message = await queue.get(no_ack=False, fail=False)
+            if message is None:
+                break
+            taken.append(message)
+        return taken
+
+    async def _dead_jobs(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        query = select(JOBS.c.id).where(JOBS.c.id.in_(ids), JOBS.c.status == JobStatus.DEAD_LETTERED)
+        async with self.engine.connect() as conn:
+            return set((await conn.execute(query)).scalars())
+
+    async def _failed_deliveries(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        query = select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(ids), DELIVERIES.c.status == DeliveryStatus.FAILED)
+        async with self.engine.connect() as conn:
+            return set((await conn.execute(query)).scalars())
+
+    async def run(self, interval: float) -> None:
+        """The background task: a sweep every `interval` seconds."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.broker.is_up:
+                    removed = await self.sweep()
+                    if any(removed.values()):
+                        logger.info("DLQ janitor removed {}", removed)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                level = "WARNING" if is_unreachable(exc) else "ERROR"
+                logger.opt(exception=level == "ERROR").log(level, "DLQ janitor: {}", exc)
+
+
+def _job_id(message: AbstractIncomingMessage) -> str:
+    return message.message_id or _body_field(message, "job_id")
+
+
+def _delivery_id(message: AbstractIncomingMessage) -> str:
+    return message.message_id or _body_field(message, "delivery_id")
+
+
+def _body_field(message: AbstractIncomingMessage, name: str) -> str:
+    try:
+        return str(json.loads(message.body).get(name, ""))
+    except (ValueError, AttributeError):
+        return ""

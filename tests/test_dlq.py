@@ -1,0 +1,217 @@
+"""The dead-letter queue as a resource: inspect, replay by id or type, the janitor, retry and cancel."""
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.resources import Resources
+from app.models.tables import JOB_EVENTS, JOBS
+from app.services.dlq import DlqService
+from app.services.janitor import DlqJanitor
+from app.services.relay import make_outbox
+from app.workers.job_worker import JobWorker
+from tests.conftest import make_settings, settings_env
+from tests.support import Api, BrokerProbe, app_process, trail, until_status, wait_for
+
+
+async def dead_jobs(api: Api, headers: dict[str, str], n: int, **body: Any) -> list[dict[str, Any]]:
+    """`n` jobs that die on their first run (and would succeed on a second)."""
+    body = {"job_type": "flaky", "payload": {"fail_times": 1, "permanent": True}, "max_retries": 0, **body}
+    jobs = [(await api.submit(headers, **body)).json() for _ in range(n)]
+    return [await until_status(api, headers, job["id"], 30) for job in jobs]
+
+
+async def janitor_sweep(broker: BrokerProbe) -> dict[str, int]:
+    settings = make_settings()
+    resources = await Resources.open(settings, role="test-janitor")
+    try:
+        names = resources.names
+        return await DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq).sweep()
+    finally:
+        await resources.close()
+
+
+async def dlq_ids(broker: BrokerProbe) -> list[str]:
+    """The job ids in the broker's DLQ, in order, left in place (a probe consumer would take them)."""
+    channel = await broker.connection.channel()
+    queue = await channel.declare_queue(broker.topology.names.jobs_dlq, passive=True)
+    taken = []
+    while (message := await queue.get(no_ack=False, fail=False)) is not None:
+        taken.append(message)
+    ids = [m.message_id or "" for m in taken]
+    for message in taken:
+        await message.nack(requeue=True)
+    await channel.close()
+    return ids
+
+
+async def test_replay_by_type_runs_each_once_and_the_janitor_cleans_the_broker_dlq(
+    api: Api, worker: JobWorker, broker: BrokerProbe
+) -> None:
+    await broker.purge(broker.topology.names.jobs_dlq)
+    headers = await api.new_client("dlq-type")
+    flaky = await dead_jobs(api, headers, 20)
+    sleepy = await dead_jobs(api, headers, 3, job_type="sleep", payload={"seconds": 5}, timeout_seconds=0.1)
+    assert {j["status"] for j in flaky + sleepy} == {"dead_lettered"}
+
+    async def all_in_dlq() -> bool:
+        return await broker.depth(broker.topology.names.jobs_dlq) == 23
+
+    await wait_for(all_in_dlq)
+    before = (await api.client.get("/api/v1/dlq/stats", headers=headers)).json()
+    assert before == {
+        "dead_lettered": 23,
+        "by_job_type": {"flaky": 20, "sleep": 3},
+        "by_reason": {"permanent_error": 20, "timeout": 3},
+        "broker_depth": None,
+    }
+    listed = (await api.client.get("/api/v1/dlq?job_type=sleep", headers=headers)).json()["items"]
+    assert {j["id"] for j in listed} == {j["id"] for j in sleepy}
+    assert {(j["reason"], j["attempts"], j["error"]["type"]) for j in listed} == {("timeout", 1, "JobTimeout")}
+
+    answer = await api.client.post("/api/v1/dlq/replay", json={"job_type": "flaky"}, headers=headers)
+    assert answer.status_code == 200 and answer.json()["replayed"] == 20
+    assert answer.json()["job_ids"] == [j["id"] for j in flaky]  # oldest first
+    done = [await until_status(api, headers, j["id"], 30) for j in flaky]
+    assert {(j["status"], j["attempts"], j["result"]["attempts"]) for j in done} == {("succeeded", 1, 2)}
+    events = [e["event"] for e in await trail(api, headers, flaky[0]["id"])]
+    assert events[-5:] == ["dead_lettered", "replayed", "queued", "running", "succeeded"]
+    assert events.count("running") == 2
+    after = (await api.client.get("/api/v1/dlq/stats", headers=api.admin)).json()
+    assert (await api.client.get("/api/v1/dlq/stats", headers=headers)).json()["dead_lettered"] == 3
+    assert after["broker_depth"] == 23  # until the janitor passes
+
+    removed = await janitor_sweep(broker)
+    assert removed[broker.topology.names.jobs_dlq] == 20
+    assert await dlq_ids(broker) == [j["id"] for j in sleepy]  # the others stay, in order
+    again = await api.client.post("/api/v1/dlq/replay", json={"job_type": "flaky"}, headers=headers)
+    assert again.json() == {"replayed": 0, "job_ids": []}  # nothing replayed twice
+
+
+async def test_replay_by_id_runs_only_that_one(api: Api, worker: JobWorker, db: AsyncEngine) -> None:
+    headers = await api.new_client("dlq-id")
+    jobs = await dead_jobs(api, headers, 5)
+    chosen = jobs[2]["id"]
+    answer = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [chosen]}, headers=headers)
+    assert answer.json() == {"replayed": 1, "job_ids": [chosen]}
+    assert (await until_status(api, headers, chosen, 30))["status"] == "succeeded"
+    await asyncio.sleep(0.5)
+    async with db.connect() as conn:
+        runs = dict(
+            (await conn.execute(select(JOBS.c.id, JOBS.c.runs).where(JOBS.c.id.in_([j["id"] for j in jobs])))).all()
+        )
+    assert runs == {j["id"]: (2 if j["id"] == chosen else 1) for j in jobs}
+    other = await api.new_client("dlq-id-other")
+    stolen = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [jobs[0]["id"]]}, headers=other)
+    assert stolen.json() == {"replayed": 0, "job_ids": []}
+
+
+async def test_a_replay_killed_between_commit_and_publish_is_published_by_the_relay(
+    api: Api, db: AsyncEngine, tmp_path: Path
+) -> None:
+    headers = await api.new_client("dlq-crash")
+    settings = make_settings()
+    with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w1.log"):
+        jobs = await dead_jobs(api, headers, 4)
+    # The replaying process commits each replay but dies before publishing: do exactly that here.
+    resources = await Resources.open(settings, role="doomed-replay")
+    try:
+        service = DlqService(resources.engine, make_outbox(resources), resources.names)
+        for job in jobs:
+            assert len(await service._replay_one(await _row(db, job["id"]))) == 2  # committed, never published
+    finally:
+        await resources.close()
+    assert {(await api.job(headers, j["id"]))["status"] for j in jobs} == {"queued"}
+    with app_process(["worker", "jobs"], settings_env(make_settings(outbox_relay_after=0.5)), tmp_path / "w2.log"):
+        done = [await until_status(api, headers, j["id"], 30) for j in jobs]
+    assert {d["status"] for d in done} == {"succeeded"}
+    async with db.connect() as conn:
+        runs = set((await conn.execute(select(JOBS.c.runs).where(JOBS.c.id.in_([j["id"] for j in jobs])))).scalars())
+    assert runs == {2}  # every job ran exactly once more
+
+
+async def test_retry_and_cancel_answer_409_when_they_do_not_apply(api: Api, worker: JobWorker) -> None:
+    headers = await api.new_client("dlq-409")
+    ok = (await api.submit(headers)).json()
+    await until_status(api, headers, ok["id"])
+    not_dead = await api.client.post(f"/api/v1/jobs/{ok['id']}/retry", headers=headers)
+    assert (not_dead.status_code, not_dead.json()["code"]) == (409, "not_dead_lettered")
+    finished = await api.client.post(f"/api/v1/jobs/{ok['id']}/cancel", headers=headers)
+    assert (finished.status_code, finished.json()["code"]) == (409, "not_cancellable")
+
+    running = (await api.submit(headers, job_type="sleep", payload={"seconds": 2})).json()
+    await until_status(api, headers, running["id"], 20, "running")
+    busy = await api.client.post(f"/api/v1/jobs/{running['id']}/cancel", headers=headers)
+    assert busy.status_code == 409
+    assert (await until_status(api, headers, running["id"]))["status"] == "succeeded"
+
+    dead = (await dead_jobs(api, headers, 1))[0]
+    retried = await api.client.post(f"/api/v1/jobs/{dead['id']}/retry", headers=headers)
+    assert retried.status_code == 200 and retried.json()["attempts"] == 0
+    assert (await until_status(api, headers, dead["id"], 20))["status"] == "succeeded"
+    other = await api.new_client("dlq-409-other")
+    assert (await api.client.post(f"/api/v1/jobs/{dead['id']}/retry", headers=other)).status_code == 404
+
+
+async def test_a_job_cancelled_before_it_runs_never_runs(api: Api, worker: JobWorker, db: AsyncEngine) -> None:
+    headers = await api.new_client("dlq-cancel")
+    await worker.stop(grace=1)
+    job = (await api.submit(headers, job_type="sleep", payload={"seconds": 0.1})).json()
+    cancelled = await api.client.post(f"/api/v1/jobs/{job['id']}/cancel", headers=headers)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    await worker.start()
+    sentinel = (await api.submit(headers)).json()  # queued behind it in the same lane
+    await until_status(api, headers, sentinel["id"])
+    assert (await _row(db, job["id"]))["runs"] == 0
+    assert [e["event"] for e in await trail(api, headers, job["id"])] == ["created", "queued", "cancelled"]
+
+
+@pytest.mark.slow
+async def test_cancel_racing_with_ten_consumers_never_both(api: Api, db: AsyncEngine, tmp_path: Path) -> None:
+    headers = await api.new_client("dlq-race")
+    env = settings_env(make_settings(job_consumers_default=10))
+    with app_process(["worker", "jobs"], env, tmp_path / "w.log"):
+        jobs = []
+        cancels = []
+        for _ in range(200):
+            job = (await api.submit(headers, job_type="sleep", payload={"seconds": 0.01})).json()
+            jobs.append(job["id"])
+            cancels.append(asyncio.create_task(api.client.post(f"/api/v1/jobs/{job['id']}/cancel", headers=headers)))
+        answers = await asyncio.gather(*cancels)
+        finals = [await until_status(api, headers, job_id, 30) for job_id in jobs]
+    async with db.connect() as conn:
+        rows = (await conn.execute(select(JOBS.c.id, JOBS.c.status, JOBS.c.runs).where(JOBS.c.id.in_(jobs)))).all()
+        cancelled_events = set(
+            (
+                await conn.execute(
+                    select(JOB_EVENTS.c.job_id).where(JOB_EVENTS.c.job_id.in_(jobs), JOB_EVENTS.c.event == "cancelled")
+                )
+            ).scalars()
+        )
+        ran = set(
+            (
+                await conn.execute(
+                    select(JOB_EVENTS.c.job_id).where(JOB_EVENTS.c.job_id.in_(jobs), JOB_EVENTS.c.event == "running")
+                )
+            ).scalars()
+        )
+    by_id = {row.id: row for row in rows}
+    for job_id, answer in zip(jobs, answers, strict=True):
+        row = by_id[job_id]
+        if answer.status_code == 200:
+            assert (row.status, row.runs) == ("cancelled", 0) and job_id not in ran
+        else:
+            assert answer.status_code == 409 and row.status == "succeeded" and job_id not in cancelled_events
+    assert cancelled_events.isdisjoint(ran)
+    assert {f["status"] for f in finals} <= {"cancelled", "succeeded"}
+    assert len(cancelled_events) + len(ran) == 200
+
+
+async def _row(db: AsyncEngine, job_id: str) -> dict[str, Any]:
+    async with db.connect() as conn:
+        row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).one()
+    return dict(row._mapping)
