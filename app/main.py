@@ -19,6 +19,7 @@ from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
+from app.services.artifacts import artifact_store
 from app.services.breakers import job_type_breakers
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
@@ -55,6 +56,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
         deliveries=DeliveryService(resources.engine, outbox, names),
         dlq=DlqService(resources.engine, outbox, names),
+        artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
         workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},

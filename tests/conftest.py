@@ -182,7 +182,11 @@ async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
 
 @contextlib.asynccontextmanager
 async def running_webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
-    """A webhook worker in this process, with these settings."""
+    """A webhook worker in this process, with these settings; earlier tests' job events are dropped first,
+    so its fan-out starts with this test's events rather than a backlog."""
+    probe = await BrokerProbe.connect(RABBITMQ_URL, build_topology(settings))
+    await probe.purge(probe.topology.names.webhook_events_queue)
+    await probe.close()
     resources = await Resources.open(settings, role="test-webhooks")
     outbox = make_outbox(resources)
     hooks = WebhookWorker(resources, outbox)

@@ -252,7 +252,7 @@ async def test_the_relay_publishes_a_staged_message_and_forgets_it(engine: Async
         message_id = "evt_relay_" + uuid.uuid4().hex
         async with engine.begin() as conn:
             await conn.execute(delete(OUTBOX))  # start from an empty outbox
-            event = Outgoing(names.events_exchange, "job.echo.queued", b'{"x":1}', message_id=message_id)
+            event = Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
             await outbox.add(conn, event)
 
         relayed = await Outbox(engine, publisher, relay_after=0, batch_size=10).relay_once()

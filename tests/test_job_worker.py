@@ -201,8 +201,10 @@ async def test_embedded_workers_run_jobs_and_report_in_ready() -> None:
 
 
 async def test_every_status_change_is_published_as_an_event(api: Api, worker: JobWorker, broker: BrokerProbe) -> None:
-    events_queue = broker.topology.names.webhook_events_queue  # bound to <ns>.events with job.#
-    await broker.purge(events_queue)
+    # A queue of the test's own, bound to every job event.
+    listener = await broker.channel.declare_queue(exclusive=True)
+    await listener.bind(broker.topology.names.events_exchange, routing_key="job.#")
+    events_queue = listener.name
     headers = await api.new_client("w-events")
     job = (await api.submit(headers, job_type="flaky", payload={"fail_times": 1}, max_retries=1)).json()
     await until_status(api, headers, job["id"])

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
+from app.services.artifacts import ArtifactStore
 from app.services.breakers import JobTypeBreakers
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
@@ -21,6 +22,7 @@ class ApiState:
     webhooks: WebhookService
     deliveries: DeliveryService
     dlq: DlqService
+    artifacts: ArtifactStore
     limiter: RateLimiter
     breakers: JobTypeBreakers
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")

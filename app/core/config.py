@@ -67,6 +67,11 @@ class Settings(BaseSettings):
 
     db_pool_size: int = Field(default=10, ge=1)
 
+    cpu_pool_size: int = Field(default=2, ge=1)
+    artifact_storage: Literal["database", "directory"] = "database"
+    artifact_dir: str = "./var/artifacts"
+    retention_artifact_days: float = Field(default=30, gt=0)
+
     @field_validator("webhook_retry_schedule")
     @classmethod
     def _schedule_is_numbers(cls, value: str) -> str:

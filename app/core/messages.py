@@ -116,11 +116,6 @@ def public_job(job: dict[str, Any]) -> dict[str, Any]:
     return {name: job.get(name) for name in PUBLIC_FIELDS}
 
 
-# Event types an endpoint may subscribe to: the changes a client acts on.
-SUBSCRIBABLE_EVENTS = ("job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled")
-TEST_EVENT = "webhook.test"
-
-
 def delivery_outgoing(names: Names, delivery_id: str, request_id: str | None) -> Outgoing:
     """The message that asks a webhook worker to attempt one delivery."""
     headers = {REQUEST_ID_HEADER: request_id} if request_id else {}

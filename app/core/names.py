@@ -5,6 +5,10 @@ from enum import StrEnum
 
 from app.core.backoff import Tier
 
+# Event types an endpoint may subscribe to: the changes a client acts on.
+SUBSCRIBABLE_EVENTS = ("job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled")
+TEST_EVENT = "webhook.test"
+
 
 class Lane(StrEnum):
     CRITICAL = "critical"

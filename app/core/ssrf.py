@@ -127,8 +127,21 @@ async def post(
     max_body: int = 4096,
 ) -> Response:
     """POST to the checked address, reading at most `max_body` bytes of the answer; redirects are not followed."""
+    return await send(client, "POST", target, body, headers, timeout_seconds, max_body)
+
+
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    target: Target,
+    body: bytes | None,
+    headers: dict[str, str],
+    timeout_seconds: float,
+    max_body: int = 4096,
+) -> Response:
+    """Any method to the checked address, reading at most `max_body` bytes of the answer, no redirects."""
     started = time.perf_counter()
-    response, data = await _exchange(client, "POST", target, body, headers, timeout_seconds, max_body)
+    response, data = await _exchange(client, method, target, body, headers, timeout_seconds, max_body)
     elapsed_ms = (time.perf_counter() - started) * 1000
     body_text = data.decode("utf-8", "replace")
     return Response(response.status_code, body_text, elapsed_ms, response.headers.get("retry-after"))
@@ -138,11 +151,19 @@ async def get(
     client: httpx.AsyncClient, target: Target, headers: dict[str, str], timeout_seconds: float, max_bytes: int
 ) -> bytes:
     """GET the body from the checked address; TooLarge past `max_bytes`, HTTPStatusError on a non-2xx answer."""
+    body, _ = await download(client, target, headers, timeout_seconds, max_bytes)
+    return body
+
+
+async def download(
+    client: httpx.AsyncClient, target: Target, headers: dict[str, str], timeout_seconds: float, max_bytes: int
+) -> tuple[bytes, str]:
+    """Like `get`, with the answer's content type."""
     response, data = await _exchange(client, "GET", target, None, headers, timeout_seconds, max_bytes + 1)
     response.raise_for_status()
     if len(data) > max_bytes:
         raise TooLarge(f"{target.url} answered more than {max_bytes} bytes")
-    return data
+    return data, response.headers.get("content-type", "")
 
 
 async def _exchange(

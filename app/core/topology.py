@@ -8,7 +8,7 @@ from aio_pika.abc import AbstractChannel
 
 from app.core.backoff import Tier, job_tiers, schedule_tiers
 from app.core.config import Settings
-from app.core.names import Lane, Names, lane_max_priority
+from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         QueueSpec(names.webhooks_dlq, _queue_args(settings)),
     ]
     bindings = [
-        BindingSpec(names.webhook_events_queue, names.events_exchange, "job.#"),
+        # Only the events an endpoint can subscribe to: queued and running never reach the fan-out.
+        *(BindingSpec(names.webhook_events_queue, names.events_exchange, key) for key in _subscribable_keys()),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),
     ]
@@ -109,6 +110,11 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         ExchangeSpec(names.webhooks_dlx, ExchangeType.FANOUT),
     ]
     return Topology(names, [], tiers, exchanges, queues, bindings)
+
+
+def _subscribable_keys() -> list[str]:
+    """job.succeeded -> job.*.succeeded: any job type, that status."""
+    return [event.replace("job.", "job.*.", 1) for event in SUBSCRIBABLE_EVENTS]
 
 
 def build_topology(settings: Settings) -> Topology:

@@ -1,21 +1,58 @@
-"""What a job type is: a payload model and an async handler."""
+"""What a job type is: a payload model and an async handler, and what a handler may use while it runs."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    status_code: int
+    body: str
+    duration_ms: float
+
+
+class JobTools(Protocol):
+    """The worker's services a handler may call; all of them safe to use from any job type."""
+
+    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a module-level function in the CPU process pool; a timed-out job's process is killed."""
+        ...
+
+    async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
+        """Store the job's file (one per job; a rerun replaces it) and return its URL path."""
+        ...
+
+    async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
+        """GET through the SSRF guard: the body (at most `max_bytes`) and its content type."""
+        ...
+
+    async def call(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
+    ) -> HttpAnswer:
+        """Any HTTP call through the SSRF guard (no redirects, 4 KiB of the answer kept)."""
+        ...
 
 
 @dataclass(frozen=True)
 class JobContext:
-    """What a handler may know about the run it is part of."""
+    """What a handler may know about the run it is part of, and the tools it may use."""
 
     job_id: str
     job_type: str
     attempt: int
     runs: int
     request_id: str | None
+    tools: JobTools | None = None
+
+    def require_tools(self) -> JobTools:
+        if self.tools is None:
+            raise RuntimeError(f"job type {self.job_type} needs the worker's tools, and this context has none")
+        return self.tools
 
 
 Handler = Callable[[JobContext, Any], Awaitable[Any]]

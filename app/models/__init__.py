@@ -1,6 +1,7 @@
 """Tables. Importing this package registers every table on `Base.metadata`."""
 
 from app.models.api_key import ApiKey
+from app.models.artifact import Artifact
 from app.models.base import Base
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
@@ -8,6 +9,7 @@ from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookE
 
 __all__ = [
     "ApiKey",
+    "Artifact",
     "Base",
     "ClientSecret",
     "Delivery",

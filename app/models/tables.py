@@ -5,6 +5,7 @@ from typing import cast
 from sqlalchemy import Table
 
 from app.models.api_key import ApiKey
+from app.models.artifact import Artifact
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
@@ -17,3 +18,4 @@ ENDPOINTS = cast(Table, WebhookEndpoint.__table__)
 CLIENT_SECRETS = cast(Table, ClientSecret.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
 ATTEMPTS = cast(Table, DeliveryAttempt.__table__)
+ARTIFACTS = cast(Table, Artifact.__table__)

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from app.core.messages import SUBSCRIBABLE_EVENTS
+from app.core.names import SUBSCRIBABLE_EVENTS
 from app.handlers.registry import JOB_TYPES
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.messages import SUBSCRIBABLE_EVENTS, delivery_id, delivery_outgoing
-from app.core.names import Names
+from app.core.messages import delivery_id, delivery_outgoing
+from app.core.names import SUBSCRIBABLE_EVENTS, Names
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
 from app.models.types import utcnow
 from app.services import outbox

@@ -32,7 +32,7 @@ def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None
     settings = resources.settings
     extra = partial(republish_overdue, resources)
     relay = asyncio.create_task(outbox.run(settings.outbox_relay_interval, extra), name="outbox-relay")
-    retention = Retention.from_settings(resources.engine, settings)
+    retention = Retention.from_settings(resources)
     sweeper = asyncio.create_task(retention.run(settings.retention_interval_seconds), name="retention")
     names = resources.names
     janitor = DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq)

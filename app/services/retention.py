@@ -9,11 +9,12 @@ from loguru import logger
 from sqlalchemy import ColumnElement, Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.config import Settings
 from app.core.database import is_unreachable
+from app.core.resources import Resources
 from app.core.statuses import TERMINAL
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.models.types import utcnow
+from app.services.artifacts import ArtifactStore, artifact_store
 from app.services.deliveries import DeliveryStatus
 
 
@@ -31,10 +32,20 @@ class Retention:
     delivery_days: float
     job_days: float
     batch_size: int
+    artifacts: ArtifactStore | None = None
+    artifact_days: float = 30
 
     @classmethod
-    def from_settings(cls, engine: AsyncEngine, settings: Settings) -> "Retention":
-        return cls(engine, settings.retention_delivery_days, settings.retention_job_days, settings.retention_batch_size)
+    def from_settings(cls, resources: Resources) -> "Retention":
+        settings = resources.settings
+        return cls(
+            resources.engine,
+            settings.retention_delivery_days,
+            settings.retention_job_days,
+            settings.retention_batch_size,
+            artifact_store(resources),
+            settings.retention_artifact_days,
+        )
 
     async def sweep(self, now: datetime | None = None) -> Sweep:
         """One full pass over every kind of old row."""
@@ -55,6 +66,9 @@ class Retention:
         sweep = Sweep()
         for table, old in plan:
             sweep.deleted[table.name] = await self._in_batches(table, old, sweep)
+        if self.artifacts is not None:
+            cutoff = now - timedelta(days=self.artifact_days)
+            sweep.deleted["artifacts"] = await self.artifacts.purge_older_than(cutoff, self.batch_size)
         return sweep
 
     async def _in_batches(self, table: Table, old: ColumnElement[bool], sweep: Sweep) -> int:

@@ -9,8 +9,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.messages import TEST_EVENT, delivery_id, dumps
-from app.core.names import Names
+from app.core.messages import delivery_id, dumps
+from app.core.names import TEST_EVENT, Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.core.ssrf import resolve

@@ -5,6 +5,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
@@ -17,13 +18,16 @@ from app.core.resources import Resources
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.types import utcnow
+from app.services.artifacts import artifact_store
 from app.services.breakers import BreakerState, job_type_breakers
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup
+from app.workers.cpu_pool import CpuPool
 from app.workers.job_store import Claimed, Defer, Drop, JobStore, ToDeadLetters
 from app.workers.lock import Held, JobLock
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.runner import run_attempt
+from app.workers.tools import SharedTools
 
 
 @dataclass
@@ -40,6 +44,12 @@ class JobWorker:
         self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
         self.publisher: Broker = self.resources.broker
         self.breakers = job_type_breakers(self.resources)
+        self.tools = SharedTools(
+            CpuPool(settings.cpu_pool_size),
+            artifact_store(self.resources),
+            httpx.AsyncClient(follow_redirects=False, trust_env=False),
+            settings.webhook_allow_private_networks,
+        )
         plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
         self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)
 
@@ -64,6 +74,7 @@ class JobWorker:
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
+        self.tools.pool.close()
 
     async def _handle(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -114,7 +125,8 @@ class JobWorker:
     async def _run(self, message: AbstractIncomingMessage, job: dict[str, Any], lock: JobLock, probe: bool) -> None:
         settings = self.resources.settings
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
-        ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"])
+        tools = self.tools.bind(job["client_id"])
+        ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
         attempt = asyncio.create_task(run_attempt(ctx, job["payload"], timeout))
         heartbeat = asyncio.create_task(self._heartbeat(job, lock, attempt))
         try:

@@ -175,3 +175,18 @@ async def retry_job(job_id: str, state: StateDep, principal: PrincipalDep) -> Jo
     if job is None:
         raise not_found("job")
     return JobOut.model_validate(job)
+
+
+@router.get(
+    "/{job_id}/artifact",
+    response_class=Response,
+    responses={200: {"description": "The file the job made (a PDF, an image)."}, 404: {"description": "None."}},
+)
+async def job_artifact(job_id: str, state: StateDep, principal: PrincipalDep) -> Response:
+    """The job's file, with its content type; 404 when the job made none (or is not yours)."""
+    found = await state.artifacts.load(principal, job_id)
+    if found is None:
+        raise not_found("artifact for a job")
+    meta, data = found
+    disposition = f'attachment; filename="{meta["filename"]}"'
+    return Response(data, media_type=meta["content_type"], headers={"Content-Disposition": disposition})

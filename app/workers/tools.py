@@ -1,0 +1,52 @@
+"""The tools a running handler may use (JobTools): the CPU pool, the artifact store, and HTTP through the
+SSRF guard. Shared per worker; bound to one job per run."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from app.core import ssrf
+from app.handlers.base import HttpAnswer
+from app.services.artifacts import ArtifactStore
+from app.workers.cpu_pool import CpuPool
+
+T = TypeVar("T")
+FETCH_TIMEOUT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class SharedTools:
+    """One per worker process."""
+
+    pool: CpuPool
+    store: ArtifactStore
+    http: httpx.AsyncClient
+    allow_private: bool
+
+    def bind(self, client_id: str) -> "JobToolsImpl":
+        return JobToolsImpl(self, client_id)
+
+
+@dataclass(frozen=True)
+class JobToolsImpl:
+    shared: SharedTools
+    client_id: str
+
+    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.shared.pool.run(fn, *args)
+
+    async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
+        return await self.shared.store.save(job_id, self.client_id, data, content_type, filename)
+
+    async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
+        target = await ssrf.resolve(url, self.shared.allow_private)
+        return await ssrf.download(self.shared.http, target, {}, FETCH_TIMEOUT_SECONDS, max_bytes)
+
+    async def call(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
+    ) -> HttpAnswer:
+        target = await ssrf.resolve(url, self.shared.allow_private)
+        answer = await ssrf.send(self.shared.http, method, target, body, headers, timeout_seconds)
+        return HttpAnswer(answer.status_code, answer.body, answer.duration_ms)
