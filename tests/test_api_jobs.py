@@ -144,7 +144,7 @@ async def test_openapi_shows_every_job_types_payload(api: Api) -> None:
     components = schema["components"]["schemas"]
     request = components["JobRequest"]
     assert request["discriminator"]["propertyName"] == "job_type"
-    assert set(request["discriminator"]["mapping"]) == {"echo", "sleep", "flaky"}
+    assert set(request["discriminator"]["mapping"]) == {"echo", "sleep", "flaky", "document", "image", "notification"}
     assert components["SleepPayload"]["properties"]["seconds"]["maximum"] == 600
     body = schema["paths"]["/api/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/JobRequest"}

@@ -39,8 +39,8 @@ def validation_errors(errors: list[Any], prefix: tuple[str, ...] = ("body",)) ->
 
 def _clean(error: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
     loc = list(error.get("loc", ()))
-    if error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
-        loc = ["job_type"]
+    if not loc and error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        loc = ["job_type"]  # the request's own discriminator, not one inside the payload
     elif loc and loc[0] in JOB_TYPES:
         loc = loc[1:]  # a discriminated union puts the job type first; the client's path does not have it
     cleaned = {"type": error.get("type"), "loc": [*prefix, *loc], "msg": error.get("msg")}

@@ -1,6 +1,7 @@
 """`document`: lays out a titled document of headings, paragraphs, bullet lists and tables as a PDF."""
 
 import hashlib
+import re
 from io import BytesIO
 from typing import Annotated, Any, Literal
 from xml.sax.saxutils import escape
@@ -19,6 +20,9 @@ from app.handlers.errors import PermanentError
 
 PAGE_SIZES = {"A4": A4, "letter": letter}
 MARGIN = 20 * mm
+MAX_COLUMNS = 12  # narrower columns than this on a portrait page wrap a word or two per line
+# C0 controls other than tab and newline: the standard fonts have no glyph for them and draw boxes.
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class TextBlock(BaseModel):
@@ -28,18 +32,22 @@ class TextBlock(BaseModel):
     text: str = Field(max_length=10_000)
 
 
+ShortText = Annotated[str, Field(max_length=2000)]
+Row = Annotated[list[ShortText], Field(min_length=1, max_length=MAX_COLUMNS)]
+
+
 class BulletsBlock(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["bullets"]
-    items: list[Annotated[str, Field(max_length=2000)]] = Field(min_length=1, max_length=200)
+    items: list[ShortText] = Field(min_length=1, max_length=200)
 
 
 class TableBlock(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["table"]
-    rows: list[Annotated[list[Annotated[str, Field(max_length=2000)]], Field(min_length=1, max_length=20)]] = Field(
+    rows: list[Row] = Field(
         min_length=1, max_length=500, description="The first row is the header; every row has the same length."
     )
 
@@ -71,7 +79,8 @@ def render_pdf(payload: dict[str, Any]) -> tuple[bytes, int]:
         out,
         pagesize=PAGE_SIZES[payload["page_size"]],
         title=payload["title"],
-        author=payload.get("author") or "",
+        author=payload.get("author") or "",  # not ReportLab's "(anonymous)"
+        creator="taskq",
         leftMargin=MARGIN,
         rightMargin=MARGIN,
         topMargin=MARGIN,
@@ -123,7 +132,7 @@ def _table(rows: list[list[str]], styles: StyleSheet1, width: float) -> Table:
 
 def _markup(text: str) -> str:
     # Paragraph parses a little XML: escape the user's text, and keep its line breaks.
-    return escape(text).replace("\n", "<br/>")
+    return escape(CONTROL_CHARS.sub("", text)).replace("\n", "<br/>")
 
 
 def _footer(canvas: Canvas, doc: SimpleDocTemplate) -> None:

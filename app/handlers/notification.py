@@ -1,0 +1,98 @@
+"""`notification`: one outbound HTTP call, signed like a webhook delivery when the payload has a secret."""
+
+import json
+import re
+import time
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+from app.core.signing import signed_headers
+from app.core.ssrf import UnsafeURL, check_syntax
+from app.handlers.base import HttpAnswer, JobContext, JobType
+from app.handlers.errors import PermanentError, TransientError
+
+MAX_HEADERS = 50
+# The transport sets these from the URL and the body; a caller's value would contradict it.
+REFUSED_HEADERS = {"host", "content-length", "transfer-encoding"}
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}")  # an RFC 9110 token
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]{0,8192}")  # printable ASCII: no line breaks, nothing httpx cannot encode
+
+
+class NotificationPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(max_length=2048, pattern=r"^https?://", description="An http(s) URL to call.")
+    method: Literal["POST", "PUT", "PATCH", "GET", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict, max_length=MAX_HEADERS)
+    body: JsonValue = Field(default=None, description="Sent as compact JSON; nothing is sent when null.")
+    secret: str | None = Field(
+        default=None, max_length=200, description="Signs the call like a webhook delivery (`whsec_…` or any string)."
+    )
+    timeout: float = Field(default=10, gt=0, le=60, description="Seconds to wait for the answer.")
+
+    @field_validator("url")
+    @classmethod
+    def _plain_url(cls, value: str) -> str:
+        check_syntax(value)
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, header in value.items():
+            if name.lower() in REFUSED_HEADERS:
+                raise ValueError(f"the {name} header is set by the service and cannot be given")
+            if not HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a valid header name")
+            if not HEADER_VALUE.fullmatch(header):
+                raise ValueError(f"the {name} header's value must be printable ASCII, at most 8192 characters")
+        return value
+
+
+async def handle(ctx: JobContext, payload: NotificationPayload) -> dict[str, int | float]:
+    tools = ctx.require_tools()
+    body = b"" if payload.body is None else json.dumps(payload.body, separators=(",", ":")).encode()
+    headers = _headers(ctx, payload, body)
+    try:
+        answer = await tools.call(payload.method, payload.url, headers, body, payload.timeout)
+    except UnsafeURL as exc:
+        raise PermanentError(str(exc)) from exc
+    except (httpx.HTTPError, OSError) as exc:  # timeouts included: httpx.TimeoutException, TimeoutError
+        raise TransientError(f"{payload.method} {payload.url} failed ({str(exc) or type(exc).__name__})") from exc
+    _check(payload, answer)
+    return {"status_code": answer.status_code, "duration_ms": round(answer.duration_ms, 1)}
+
+
+def _headers(ctx: JobContext, payload: NotificationPayload, body: bytes) -> dict[str, str]:
+    ours = {"Content-Type": "application/json", "Idempotency-Key": ctx.job_id}
+    if payload.secret is not None:
+        # One message id per job, so a receiver can drop the copies a retry sends.
+        msg_id = f"msg_{ctx.job_id.replace('-', '')}"
+        ours |= signed_headers([payload.secret], msg_id, int(time.time()), body, ctx.request_id)
+    # Ours win over the caller's, whatever the case the caller wrote them in.
+    taken = {name.lower() for name in ours}
+    return {name: value for name, value in payload.headers.items() if name.lower() not in taken} | ours
+
+
+RETRYABLE_4XX = (408, 429)
+
+
+def _check(payload: NotificationPayload, answer: HttpAnswer) -> None:
+    if 200 <= answer.status_code < 300:
+        return
+    # 4xx will not change by asking again, nor will a redirect (never followed); 408 and 429 ask us to wait.
+    retry_later = answer.status_code >= 500 or answer.status_code in RETRYABLE_4XX
+    error = TransientError if retry_later else PermanentError
+    excerpt = answer.body[:200].strip()
+    detail = f": {excerpt}" if excerpt else ""
+    raise error(f"{payload.method} {payload.url} answered {answer.status_code}{detail}")
+
+
+JOB_TYPE = JobType(
+    "notification",
+    NotificationPayload,
+    handle,
+    "Makes one HTTP call, signed like a webhook delivery with a `secret`; 5xx and timeouts are retried.",
+)
