@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import aio_pika
-import httpx
 import pytest
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,7 +23,7 @@ from app.services.relay import make_outbox
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.receiver import Receiver, running_receiver
-from tests.support import ROOT, Api, BrokerProbe, wait_for
+from tests.support import ROOT, Api, BrokerProbe, api_with, wait_for
 
 NS = "t" + uuid.uuid4().hex[:10]
 DB_NAME = f"taskq_{NS}"
@@ -130,11 +129,8 @@ def settings() -> Settings:
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[Api]:
     """The API in this process, lifespan and all, behind an httpx client."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
-            yield Api(app, client, ADMIN_KEY)
+    async with api_with(create_app(settings), ADMIN_KEY) as running:
+        yield running
 
 
 @pytest.fixture

@@ -7,8 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -222,3 +224,44 @@ async def trail(api: Api, headers: dict[str, str], job_id: str) -> list[dict[str
     assert answer.status_code == 200
     events: list[dict[str, Any]] = answer.json()
     return events
+
+
+def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
+    """A full jobs row, as the API's submit builds it; a fresh id and client unless overridden."""
+    at = at or datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+    job: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "client_id": "c_" + uuid.uuid4().hex[:12],
+        "job_type": "echo",
+        "status": "pending",
+        "priority": 5,
+        "max_retries": 3,
+        "timeout_seconds": None,
+        "attempts": 0,
+        "runs": 0,
+        "seq": 0,
+        "payload": {"n": 1},
+        "result": None,
+        "error": None,
+        "dead_reason": None,
+        "idempotency_key": None,
+        "request_hash": None,
+        "callback_url": None,
+        "request_id": None,
+        "lease_until": None,
+        "next_attempt_at": None,
+        "created_at": at,
+        "updated_at": at,
+        "started_at": None,
+        "finished_at": None,
+    }
+    return {**job, **overrides}
+
+
+@contextlib.asynccontextmanager
+async def api_with(app: FastAPI, admin_key: str) -> AsyncIterator[Api]:
+    """An app in this process, lifespan and all, behind an httpx client."""
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
+            yield Api(app, client, admin_key)

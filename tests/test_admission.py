@@ -2,7 +2,6 @@
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +14,15 @@ from app.core.config import Settings
 from app.main import create_app
 from app.models.tables import JOBS
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
-from tests.support import Api, app_process, free_port, redis_stopped, until_status, wait_for
+from tests.support import Api, api_with, app_process, free_port, redis_stopped, until_status, wait_for
 
 
-@contextlib.asynccontextmanager
-async def api_with(settings: Settings) -> AsyncIterator[Api]:
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
-            yield Api(app, client, ADMIN_KEY)
+def guarded(settings: Settings) -> contextlib.AbstractAsyncContextManager[Api]:
+    return api_with(create_app(settings), ADMIN_KEY)
 
 
 async def test_a_flood_is_limited_per_client_with_headers() -> None:
-    async with api_with(make_settings(rate_limit_per_minute=5)) as api:
+    async with guarded(make_settings(rate_limit_per_minute=5)) as api:
         flooder, bystander = await api.new_client("flood-a"), await api.new_client("flood-b")
         answers = [await api.submit(flooder) for _ in range(8)]
         assert [a.status_code for a in answers] == [201] * 5 + [429] * 3
@@ -95,7 +89,7 @@ async def test_two_api_processes_racing_on_one_key_create_one_job(db: AsyncEngin
 
 @pytest.mark.slow
 async def test_with_redis_down_submits_succeed_idempotency_holds_and_the_limiter_fails_open() -> None:
-    async with api_with(make_settings(rate_limit_per_minute=3)) as api:
+    async with guarded(make_settings(rate_limit_per_minute=3)) as api:
         headers = await api.new_client("no-redis")
         with redis_stopped():
             answers = [await api.submit(headers, payload={"n": n}) for n in range(5)]
@@ -113,39 +107,39 @@ async def test_with_redis_down_submits_succeed_idempotency_holds_and_the_limiter
 
 async def test_transient_failures_open_the_breaker_then_the_probe_closes_it(tmp_path: Path) -> None:
     settings = make_settings(breaker_min_calls=3, breaker_failure_rate=0.5, breaker_cooldown_seconds=2)
-    async with api_with(settings) as guarded:
-        headers = await guarded.new_client("breaker")
+    async with guarded(settings) as api:
+        headers = await api.new_client("breaker")
         with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w.log") as process:
             # Each fails on its first run, then succeeds: three transient failures in a row open the circuit.
             jobs = [
-                (await guarded.submit(headers, job_type="flaky", payload={"fail_times": 1}, max_retries=3)).json()
+                (await api.submit(headers, job_type="flaky", payload={"fail_times": 1}, max_retries=3)).json()
                 for _ in range(3)
             ]
 
             async def circuit() -> dict[str, Any]:
-                rows = (await guarded.client.get("/api/v1/circuits", headers=headers)).json()
+                rows = (await api.client.get("/api/v1/circuits", headers=headers)).json()
                 return next(row for row in rows if row["job_type"] == "flaky")
 
             async def opened() -> bool:
                 return (await circuit())["state"] == "open"
 
             await wait_for(opened, within=20)
-            refused = await guarded.submit(headers, job_type="flaky", payload={"fail_times": 0})
+            refused = await api.submit(headers, job_type="flaky", payload={"fail_times": 0})
             assert refused.status_code == 503 and refused.json()["code"] == "circuit_open"
             assert 1 <= int(refused.headers["Retry-After"]) <= 2
-            assert (await guarded.submit(headers, job_type="echo")).status_code == 201  # other types unaffected
-            waiting = [(await guarded.job(headers, j["id"]))["status"] for j in jobs]
+            assert (await api.submit(headers, job_type="echo")).status_code == 201  # other types unaffected
+            waiting = [(await api.job(headers, j["id"]))["status"] for j in jobs]
             assert "succeeded" not in waiting  # held in the delay tiers while open
 
-            finished = [await until_status(guarded, headers, j["id"], 30) for j in jobs]
+            finished = [await until_status(api, headers, j["id"], 30) for j in jobs]
             assert [j["status"] for j in finished] == ["succeeded"] * 3, process.output()[-2000:]
             assert (await circuit())["state"] == "closed"
-            assert (await guarded.submit(headers, job_type="flaky", payload={"fail_times": 0})).status_code == 201
+            assert (await api.submit(headers, job_type="flaky", payload={"fail_times": 0})).status_code == 201
 
 
 async def test_permanent_failures_never_open_the_breaker(tmp_path: Path) -> None:
     settings = make_settings(breaker_min_calls=2, breaker_failure_rate=0.5, breaker_cooldown_seconds=30)
-    async with api_with(settings) as api:
+    async with guarded(settings) as api:
         headers = await api.new_client("breaker-permanent")
         with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w.log"):
             jobs = [

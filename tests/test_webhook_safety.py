@@ -5,7 +5,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from loguru import logger
 from starlette.responses import Response
@@ -15,7 +14,7 @@ from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.receiver import Receiver
-from tests.support import Api, BrokerProbe, app_process, until_status, wait_for
+from tests.support import Api, BrokerProbe, api_with, app_process, until_status, wait_for
 
 PRIVATE_URLS = [
     "http://127.0.0.1/hook",
@@ -31,18 +30,16 @@ PRIVATE_URLS = [
 
 async def test_private_addresses_are_refused_at_registration() -> None:
     app = create_app(make_settings(webhook_allow_private_networks=False))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            api = Api(app, client, ADMIN_KEY)
-            headers = await api.new_client("ssrf-register")
-            for url in PRIVATE_URLS:
-                answer = await client.post("/api/v1/webhooks", json={"url": url}, headers=headers)
-                assert (answer.status_code, answer.json()["code"]) == (422, "unsafe_url"), url
-            job = await api.submit(headers, callback_url="http://127.0.0.1:9/cb")
-            assert (job.status_code, job.json()["code"]) == (422, "unsafe_url")
-            assert (await client.get("/api/v1/jobs", headers=headers)).json()["items"] == []
-            assert (await client.get("/api/v1/webhooks", headers=headers)).json() == []
+    async with api_with(app, ADMIN_KEY) as api:
+        client = api.client
+        headers = await api.new_client("ssrf-register")
+        for url in PRIVATE_URLS:
+            answer = await client.post("/api/v1/webhooks", json={"url": url}, headers=headers)
+            assert (answer.status_code, answer.json()["code"]) == (422, "unsafe_url"), url
+        job = await api.submit(headers, callback_url="http://127.0.0.1:9/cb")
+        assert (job.status_code, job.json()["code"]) == (422, "unsafe_url")
+        assert (await client.get("/api/v1/jobs", headers=headers)).json()["items"] == []
+        assert (await client.get("/api/v1/webhooks", headers=headers)).json() == []
 
 
 async def test_private_addresses_are_refused_again_at_delivery(

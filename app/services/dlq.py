@@ -13,7 +13,7 @@ from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
-from app.services.pagination import older_than
+from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row, audit, move
 
@@ -46,12 +46,7 @@ class DlqService:
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        if cursor:
-            query = query.where(older_than(JOBS.c.created_at, JOBS.c.id, cursor))
-        query = query.order_by(JOBS.c.created_at.desc(), JOBS.c.id.desc()).limit(limit + 1)
-        async with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in await conn.execute(query)]
-        return rows[:limit], rows[limit - 1] if len(rows) > limit else None
+        return await newest_first(self.engine, JOBS, query, limit, cursor)
 
     async def stats(self, principal: Principal) -> dict[str, Any]:
         """Counts of the caller's dead-lettered jobs, by type and by reason."""

@@ -23,7 +23,7 @@ from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
 from app.services.idempotency import IdempotencyCache
 from app.services.outbox import Outbox, Pending
-from app.services.pagination import older_than
+from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row, audit, move
 
@@ -170,13 +170,7 @@ class JobService:
             query = query.where(JOBS.c.status == status)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        if cursor:
-            query = query.where(older_than(JOBS.c.created_at, JOBS.c.id, cursor))
-        query = query.order_by(JOBS.c.created_at.desc(), JOBS.c.id.desc()).limit(limit + 1)
-        async with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in await conn.execute(query)]
-        more = len(rows) > limit
-        return rows[:limit], rows[limit - 1] if more else None
+        return await newest_first(self.engine, JOBS, query, limit, cursor)
 
     async def events(self, principal: Principal, job_id: str) -> list[Row] | None:
         """The job's audit trail, oldest first; None when the job is not the caller's."""

@@ -6,7 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import ColumnElement, Select, Table, and_, or_
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 class BadCursor(ValueError):
@@ -31,3 +32,16 @@ def older_than(created: ColumnElement[Any], ident: ColumnElement[Any], cursor: s
     """Rows after the cursor in newest-first order, spelled out (row values are not T-SQL)."""
     stamp, row_id = decode(cursor)
     return or_(created < stamp, and_(created == stamp, ident < row_id))
+
+
+async def newest_first(
+    engine: AsyncEngine, table: Table, query: Select[Any], limit: int, cursor: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One page of `query` over `table`, newest first by (created_at, id); the last row when more may follow."""
+    created, ident = table.c.created_at, table.c.id
+    if cursor:
+        query = query.where(older_than(created, ident, cursor))
+    query = query.order_by(created.desc(), ident.desc()).limit(limit + 1)
+    async with engine.connect() as conn:
+        rows = [dict(r._mapping) for r in await conn.execute(query)]
+    return rows[:limit], rows[limit - 1] if len(rows) > limit else None
