@@ -45,7 +45,13 @@ class _InterceptHandler(logging.Handler):
         while frame is not None and frame.f_code.co_filename == logging.__file__:
             frame = frame.f_back
             depth += 1
-        logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
+        source = record.name
+
+        def rename(entry: "Record") -> None:
+            entry["name"] = source  # uvicorn.error or alembic, not "logging"
+
+        named = logger.patch(rename)
+        named.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
 
 
 def configure_logging(settings: Settings) -> None:
@@ -61,3 +67,5 @@ def configure_logging(settings: Settings) -> None:
         logging.getLogger(name).handlers = [_InterceptHandler()]
         logging.getLogger(name).propagate = False
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("alembic.runtime.migration").setLevel(logging.INFO)  # "Running upgrade 0001 -> 0002"
