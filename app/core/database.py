@@ -24,7 +24,9 @@ def make_engine(url: str, pool_size: int = 10) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
+    # No pre-ping: it costs a round trip on every checkout. A connection the server dropped fails once,
+    # SQLAlchemy invalidates the pool on that disconnect, and the caller answers 503 / retries the message.
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": 1800}
     if parsed.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"timeout": 5}
     return create_async_engine(url, **kwargs)
