@@ -8,7 +8,7 @@ import aio_pika
 from app.core.names import Lane
 from app.main import create_app
 from tests.conftest import ADMIN_KEY, make_settings
-from tests.support import Api, BrokerProbe, api_with
+from tests.support import Api, BrokerProbe, api_with, until_status
 
 
 async def test_submit_puts_the_full_job_in_its_lane(api: Api, broker: BrokerProbe) -> None:
@@ -47,6 +47,9 @@ async def test_audit_trail_and_request_id(api: Api) -> None:
     headers = await api.new_client("trail")
     answer = await api.submit(headers)
     assert len(answer.headers["X-Request-ID"]) >= 16  # one was made up for us
+    assert answer.json()["status"] == "queued"
+    # The row follows the answer within milliseconds (confirmations are applied in batches).
+    await until_status(api, headers, answer.json()["id"], 5, "queued")
     events = (await api.client.get(f"/api/v1/jobs/{answer.json()['id']}/events", headers=headers)).json()
     assert [e["event"] for e in events] == ["created", "queued"]
     assert events[1]["detail"] == {"from": "pending", "to": "queued", "attempt": 0}

@@ -161,6 +161,7 @@ async def test_a_job_cancelled_before_it_runs_never_runs(api: Api, worker: JobWo
     headers = await api.new_client("dlq-cancel")
     await worker.stop(grace=1)
     job = (await api.submit(headers, job_type="sleep", payload={"seconds": 0.1})).json()
+    await until_status(api, headers, job["id"], 5, "queued")
     cancelled = await api.client.post(f"/api/v1/jobs/{job['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     await worker.start()

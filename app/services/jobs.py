@@ -12,7 +12,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.broker import Broker, PublishError
-from app.core.database import is_unreachable
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus
@@ -21,6 +20,7 @@ from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
+from app.services.confirmations import Confirmations
 from app.services.idempotency import IdempotencyCache
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import newest_first
@@ -45,7 +45,7 @@ def request_hash(request: JobOptions) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass
 class JobService:
     """What the jobs API needs, created once at start-up."""
 
@@ -54,6 +54,9 @@ class JobService:
     outbox: Outbox
     names: Names
     idempotency: IdempotencyCache | None = None
+
+    def __post_init__(self) -> None:
+        self.confirmations = Confirmations(self.engine, self.outbox, self.names)
 
     async def submit(self, principal: Principal, request: JobOptions, request_id: str | None) -> tuple[Row, Submitted]:
         """Save the job and stage its message, then publish it; say how far it got."""
@@ -76,7 +79,7 @@ class JobService:
         except PublishError as exc:
             logger.warning("job {} saved as pending, the relay will publish it: {}", job["id"], exc)
             return job, Submitted.PENDING
-        return await self._confirm(principal, job, staged), Submitted.CREATED
+        return self.confirmations.add(job, staged), Submitted.CREATED
 
     async def _seen_before(self, principal: Principal, key: str, digest: str) -> Row | None:
         """Redis first (one round trip when the key is new); the database when Redis knows of a request."""
@@ -100,23 +103,6 @@ class JobService:
         if row.request_hash != digest:
             raise IdempotencyConflict(key)
         return dict(row._mapping)
-
-    async def _confirm(self, principal: Principal, job: Row, staged: Pending) -> Row:
-        """The broker has the message: pending -> queued, in one transaction with dropping the outbox row."""
-        try:
-            async with self.engine.begin() as conn:
-                moved = await move(conn, self.names, job, JobStatus.QUEUED)
-                await outbox_rows.drop(conn, [staged.id])
-        except Exception as exc:
-            if not is_unreachable(exc):
-                raise
-            logger.warning("job {} published but not yet marked queued: {}", job["id"], exc)
-            return job
-        if moved is None:  # a worker got there first; show what it made of the job
-            return await self.get(principal, job["id"]) or job
-        queued, event = moved
-        self.outbox.publish_soon([event])
-        return queued
 
     async def _save(
         self, principal: Principal, request: JobOptions, request_id: str | None, digest: str

@@ -50,6 +50,28 @@ async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = Non
     return Pending(int(key[0]), message, job_id)
 
 
+async def add_many(conn: AsyncConnection, messages: list[Outgoing]) -> list[Pending]:
+    """Stage several messages with one statement."""
+    if not messages:
+        return []
+    now = utcnow()
+    rows = [
+        {
+            "exchange": m.exchange,
+            "routing_key": m.routing_key,
+            "body": m.body,
+            "headers": m.headers,
+            "priority": m.priority,
+            "message_id": m.message_id,
+            "job_id": None,
+            "created_at": now,
+        }
+        for m in messages
+    ]
+    ids = (await conn.execute(insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True), rows)).scalars()
+    return [Pending(int(row_id), message) for row_id, message in zip(ids, messages, strict=True)]
+
+
 async def drop(conn: AsyncConnection, ids: list[int]) -> None:
     """Delete published rows, in the caller's transaction."""
     await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
