@@ -27,6 +27,8 @@ from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row, audit, move
 
+INSERT_JOB = insert(JOBS)
+
 
 class Submitted(StrEnum):
     CREATED = "created"  # saved and confirmed by the broker
@@ -136,7 +138,7 @@ class JobService:
         }
         message = job_outgoing(self.names, JobMessage.from_row(job))
         async with self.engine.begin() as conn:
-            await conn.execute(insert(JOBS).values(**job))
+            await conn.execute(INSERT_JOB, job)
             await audit(conn, job["id"], "created", {"from": None, "to": job["status"], "attempt": 0}, now)
             staged = await outbox_rows.add(conn, message, job_id=job["id"])
         return job, staged

@@ -17,6 +17,7 @@ from app.models.tables import OUTBOX
 from app.models.types import utcnow
 
 RELAY_LOCK_SECONDS = 60
+INSERT_ROW = insert(OUTBOX)
 
 # Called in the same transaction that deletes a published job message's row (pending -> queued).
 AfterJobPublish = Callable[[AsyncConnection, str], Awaitable[list["Pending"]]]
@@ -33,18 +34,17 @@ class Pending:
 
 async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = None) -> Pending:
     """Stage a message in the caller's transaction; it is published after the commit."""
-    result = await conn.execute(
-        insert(OUTBOX).values(
-            exchange=message.exchange,
-            routing_key=message.routing_key,
-            body=message.body,
-            headers=message.headers,
-            priority=message.priority,
-            message_id=message.message_id,
-            job_id=job_id,
-            created_at=utcnow(),
-        )
-    )
+    row = {
+        "exchange": message.exchange,
+        "routing_key": message.routing_key,
+        "body": message.body,
+        "headers": message.headers,
+        "priority": message.priority,
+        "message_id": message.message_id,
+        "job_id": job_id,
+        "created_at": utcnow(),
+    }
+    result = await conn.execute(INSERT_ROW, row)
     key = result.inserted_primary_key
     assert key is not None
     return Pending(int(key[0]), message, job_id)

@@ -15,13 +15,15 @@ from app.services import outbox
 from app.services.outbox import Pending
 
 EVENTS = JOB_EVENTS
+# Built once: parameters travel beside the statement, so SQLAlchemy reuses its compiled form.
+INSERT_EVENT = insert(EVENTS)
 
 Row = dict[str, Any]
 
 
 async def audit(conn: AsyncConnection, job_id: str, event: str, detail: dict[str, Any], at: datetime) -> None:
     """Append one row to a job's audit trail."""
-    await conn.execute(insert(EVENTS).values(job_id=job_id, event=event, detail=detail, created_at=at))
+    await conn.execute(INSERT_EVENT, {"job_id": job_id, "event": event, "detail": detail, "created_at": at})
 
 
 async def move(
