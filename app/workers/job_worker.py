@@ -19,7 +19,7 @@ from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.types import utcnow
 from app.services.artifacts import artifact_store
-from app.services.breakers import BreakerState, job_type_breakers
+from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup
 from app.workers.cpu_pool import CpuPool
@@ -43,7 +43,7 @@ class JobWorker:
         settings = self.resources.settings
         self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
         self.publisher: Broker = self.resources.broker
-        self.breakers = job_type_breakers(self.resources)
+        self.breakers = BatchedBreakers(job_type_breakers(self.resources))
         self.tools = SharedTools(
             CpuPool(settings.cpu_pool_size),
             artifact_store(self.resources),
@@ -75,6 +75,7 @@ class JobWorker:
         """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
         self.tools.pool.close()
+        await self.breakers.flush()
 
     async def _handle(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -100,7 +101,7 @@ class JobWorker:
                 await lock.release()
 
     async def _claim_and_run(self, message: AbstractIncomingMessage, job_message: JobMessage, lock: JobLock) -> None:
-        circuit = await self.breakers.check(job_message.job_type, take_probe=True)
+        circuit = await self.breakers.check(job_message.job_type)
         if circuit.state is BreakerState.OPEN or (circuit.state is BreakerState.HALF_OPEN and not circuit.probe):
             # The job type's circuit is open: no claim, no attempt; the job waits in a delay tier.
             wait = circuit.retry_after or self.breakers.cooldown_seconds / 10
