@@ -19,7 +19,7 @@ from app.core.database import make_engine
 from app.core.resources import Resources
 from app.core.topology import build_topology
 from app.main import create_app
-from app.services.relay import make_outbox
+from app.services.relay import make_outbox, start_background, stop_task
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.receiver import Receiver, running_receiver
@@ -158,9 +158,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
-    """A job worker in this process, consuming every lane of the test namespace."""
+    """A job worker in this process, consuming every lane of the test namespace, with the background tasks
+    (outbox relay and flush, retention, DLQ janitor) a worker process runs."""
     resources = await Resources.open(settings, role="test-worker")
     outbox = make_outbox(resources)
+    background = start_background(resources, outbox)
     job_worker = JobWorker(resources, outbox)
     await job_worker.start()
 
@@ -172,6 +174,7 @@ async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
         yield job_worker
     finally:
         await job_worker.stop(grace=5)
+        await stop_task(background)
         await outbox.flush()
         await resources.close()
 

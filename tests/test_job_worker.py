@@ -4,7 +4,7 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
@@ -12,7 +12,7 @@ from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Lane
 from app.core.topology import build_topology
 from app.main import create_app
-from app.models.tables import JOBS
+from app.models.tables import JOBS, OUTBOX
 from app.workers.job_worker import JobWorker
 from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings
 from tests.support import Api, BrokerProbe, api_with, trail, until_status, wait_for
@@ -224,3 +224,25 @@ async def test_every_status_change_is_published_as_an_event(api: Api, worker: Jo
     assert len({b["id"] for b in bodies}) == 5 and all(b["id"].startswith("evt_") for b in bodies)
     assert bodies[-1]["data"]["job"]["result"] == {"attempts": 2}
     assert all(m.headers["x-request-id"] == job["request_id"] for m in messages)
+
+
+async def test_the_outbox_empties_once_its_messages_are_out(api: Api, worker: JobWorker, db: AsyncEngine) -> None:
+    """Every staged message (job messages and every event, queued and running included) is routable and deleted
+    after its confirm: the outbox does not grow with the jobs."""
+    headers = await api.new_client("w-outbox")
+    jobs = [(await api.submit(headers, payload={"n": n})).json() for n in range(20)]
+    for job in jobs:
+        await until_status(api, headers, job["id"])
+    ids = [job["id"] for job in jobs]
+
+    async def left() -> int:
+        async with db.connect() as conn:
+            query = select(func.count()).select_from(OUTBOX).where(
+                OUTBOX.c.body.contains(ids[0].encode()) | OUTBOX.c.job_id.in_(ids)
+            )
+            return int((await conn.execute(query)).scalar_one())
+
+    async def empty() -> bool:
+        return await left() == 0
+
+    await wait_for(empty, within=10)

@@ -8,7 +8,7 @@ from aio_pika.abc import AbstractChannel
 
 from app.core.backoff import Tier, job_tiers, schedule_tiers
 from app.core.config import Settings
-from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
+from app.core.names import Lane, Names, lane_max_priority
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         QueueSpec(names.webhooks_dlq, _queue_args(settings)),
     ]
     bindings = [
-        # Only the events an endpoint can subscribe to: queued and running never reach the fan-out.
-        *(BindingSpec(names.webhook_events_queue, names.events_exchange, key) for key in _subscribable_keys()),
+        # Every job event: publishes are mandatory, so each must be routable; the fan-out drops the rest cheaply.
+        BindingSpec(names.webhook_events_queue, names.events_exchange, "job.#"),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),
     ]
@@ -110,11 +110,6 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         ExchangeSpec(names.webhooks_dlx, ExchangeType.FANOUT),
     ]
     return Topology(names, [], tiers, exchanges, queues, bindings)
-
-
-def _subscribable_keys() -> list[str]:
-    """job.succeeded -> job.*.succeeded: any job type, that status."""
-    return [event.replace("job.", "job.*.", 1) for event in SUBSCRIBABLE_EVENTS]
 
 
 def build_topology(settings: Settings) -> Topology:

@@ -15,6 +15,7 @@ from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER
+from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
@@ -79,6 +80,9 @@ class WebhookWorker:
         except ValueError:
             logger.error("malformed event {}; rejecting it", message.message_id)
             await message.reject(requeue=False)
+            return
+        if event["type"] not in SUBSCRIBABLE_EVENTS:
+            await message.ack()  # queued, running: no endpoint can ask for them, so no database work
             return
         request_id = _header(message, REQUEST_ID_HEADER)
         worker_request_id.set(request_id)
