@@ -237,8 +237,10 @@ async def test_the_outbox_empties_once_its_messages_are_out(api: Api, worker: Jo
 
     async def left() -> int:
         async with db.connect() as conn:
-            query = select(func.count()).select_from(OUTBOX).where(
-                OUTBOX.c.body.contains(ids[0].encode()) | OUTBOX.c.job_id.in_(ids)
+            query = (
+                select(func.count())
+                .select_from(OUTBOX)
+                .where(OUTBOX.c.body.contains(ids[0].encode()) | OUTBOX.c.job_id.in_(ids))
             )
             return int((await conn.execute(query)).scalar_one())
 
