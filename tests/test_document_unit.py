@@ -3,7 +3,6 @@
 import hashlib
 import io
 import multiprocessing
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -11,32 +10,11 @@ import pytest
 from pydantic import ValidationError
 from pypdf import PdfReader
 
-from app.handlers.base import HttpAnswer, JobContext
+from app.handlers.base import JobContext
 from app.handlers.document import JOB_TYPE, DocumentPayload, render_pdf
+from tests.fake_tools import FakeTools
 
 T = TypeVar("T")
-
-
-class FakeTools:
-    """The worker's tools in memory: CPU work runs inline, artifacts land in a dict."""
-
-    def __init__(self) -> None:
-        self.artifacts: dict[str, tuple[bytes, str, str]] = {}
-
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        return fn(*args)
-
-    async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
-        self.artifacts[job_id] = (data, content_type, filename)
-        return f"/api/v1/jobs/{job_id}/artifact"
-
-    async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
-        raise AssertionError("a document fetches nothing")
-
-    async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
-    ) -> HttpAnswer:
-        raise AssertionError("a document calls nothing")
 
 
 def make_payload(**overrides: Any) -> dict[str, Any]:

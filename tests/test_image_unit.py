@@ -5,7 +5,6 @@ import hashlib
 import io
 import multiprocessing
 import os
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -15,39 +14,13 @@ from PIL import Image
 from pydantic import ValidationError
 
 from app.core.ssrf import TooLarge, UnsafeURL
-from app.handlers.base import HttpAnswer, JobContext
+from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError, TransientError
 from app.handlers.image import JOB_TYPE, MAX_BASE64_BYTES, MAX_DOWNLOAD_BYTES, ImagePayload, transform_image
+from tests.fake_tools import FakeTools
 
 T = TypeVar("T")
 URL = "https://images.example.com/cat.png"
-
-
-class FakeTools:
-    """The worker's tools in memory: CPU work runs inline, `fetch` gives a canned answer or raises."""
-
-    def __init__(self, answer: tuple[bytes, str] | Exception = (b"", "image/png")) -> None:
-        self.answer = answer
-        self.fetched: list[tuple[str, int]] = []
-        self.artifacts: dict[str, tuple[bytes, str, str]] = {}
-
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        return fn(*args)
-
-    async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
-        self.artifacts[job_id] = (data, content_type, filename)
-        return f"/api/v1/jobs/{job_id}/artifact"
-
-    async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
-        self.fetched.append((url, max_bytes))
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-    async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
-    ) -> HttpAnswer:
-        raise AssertionError("an image job makes no calls")
 
 
 def make_image(size: tuple[int, int] = (400, 200), mode: str = "RGB", fmt: str = "PNG", **save: Any) -> bytes:
@@ -231,7 +204,7 @@ async def test_the_handler_transforms_base64_and_stores_the_result() -> None:
 
 
 async def test_the_handler_fetches_a_url_within_the_download_cap() -> None:
-    tools = FakeTools((make_image(fmt="WEBP"), "image/webp"))
+    tools = FakeTools(fetched=(make_image(fmt="WEBP"), "image/webp"))
     payload = ImagePayload.model_validate({"image_url": URL, "operations": ["thumbnail"]})
     result = await JOB_TYPE.handler(context(tools), payload)
     assert tools.fetched == [(URL, MAX_DOWNLOAD_BYTES)]
@@ -257,4 +230,4 @@ async def test_fetch_failures_map_to_permanent_or_transient(
 ) -> None:
     payload = ImagePayload.model_validate({"image_url": URL, "operations": ["grayscale"]})
     with pytest.raises(error, match=message):
-        await JOB_TYPE.handler(context(FakeTools(answer)), payload)
+        await JOB_TYPE.handler(context(FakeTools(fetched=answer)), payload)

@@ -2,7 +2,6 @@
 
 import hashlib
 import hmac
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -15,36 +14,12 @@ from app.core.ssrf import UnsafeURL
 from app.handlers.base import HttpAnswer, JobContext
 from app.handlers.errors import PermanentError, TransientError
 from app.handlers.notification import JOB_TYPE, NotificationPayload
+from tests.fake_tools import FakeTools
 
 T = TypeVar("T")
 URL = "https://hooks.example.com/notify"
 JOB_ID = "0b6f7c1e-2a4d-4c1b-9f3e-5d2a1c0e9b8a"
 OK = HttpAnswer(200, "ok", 12.34)
-
-
-class FakeTools:
-    """The worker's tools in memory: `call` records what it was asked and answers as told."""
-
-    def __init__(self, answer: HttpAnswer | Exception = OK) -> None:
-        self.answer = answer
-        self.calls: list[dict[str, Any]] = []
-
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        return fn(*args)
-
-    async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
-        raise AssertionError("a notification stores nothing")
-
-    async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
-        raise AssertionError("a notification fetches nothing")
-
-    async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
-    ) -> HttpAnswer:
-        self.calls.append({"method": method, "url": url, "headers": headers, "body": body, "timeout": timeout_seconds})
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
 
 
 async def notify(tools: FakeTools, **payload: Any) -> Any:
@@ -78,7 +53,7 @@ def test_a_bad_payload_is_refused(payload: dict[str, Any], message: str) -> None
 
 
 async def test_a_2xx_answer_is_the_result_and_the_call_is_as_asked() -> None:
-    tools = FakeTools()
+    tools = FakeTools(answer=OK)
     result = await notify(tools, method="PUT", body={"event": "done", "ids": [1, 2]}, timeout=3, headers={"X-A": "1"})
 
     assert result == {"status_code": 200, "duration_ms": 12.3}
@@ -91,7 +66,7 @@ async def test_a_2xx_answer_is_the_result_and_the_call_is_as_asked() -> None:
 
 
 async def test_without_a_body_nothing_is_sent_and_without_a_secret_nothing_is_signed() -> None:
-    tools = FakeTools()
+    tools = FakeTools(answer=OK)
     await notify(tools, method="GET")
     [call] = tools.calls
     assert call["body"] == b""
@@ -99,7 +74,7 @@ async def test_without_a_body_nothing_is_sent_and_without_a_secret_nothing_is_si
 
 
 async def test_our_headers_win_over_the_callers_whatever_their_case() -> None:
-    tools = FakeTools()
+    tools = FakeTools(answer=OK)
     await notify(tools, headers={"content-type": "text/plain", "idempotency-key": "mine", "X-Keep": "yes"})
     headers = tools.calls[0]["headers"]
     assert {name.lower() for name in headers} == {"content-type", "idempotency-key", "x-keep"}
@@ -109,7 +84,7 @@ async def test_our_headers_win_over_the_callers_whatever_their_case() -> None:
 
 async def test_a_whsec_secret_signs_like_a_webhook_delivery() -> None:
     secret = new_secret()
-    tools = FakeTools()
+    tools = FakeTools(answer=OK)
     await notify(tools, body={"event": "done"}, secret=secret)
 
     call = tools.calls[0]
@@ -121,7 +96,7 @@ async def test_a_whsec_secret_signs_like_a_webhook_delivery() -> None:
 
 
 async def test_any_other_secret_signs_with_the_task_queue_signature_only() -> None:
-    tools = FakeTools()
+    tools = FakeTools(answer=OK)
     await notify(tools, body=[1, 2, 3], secret="plain-shared-secret")
 
     headers, body = tools.calls[0]["headers"], tools.calls[0]["body"]
@@ -148,4 +123,4 @@ async def test_failures_map_to_permanent_or_transient(
     answer: HttpAnswer | Exception, error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error, match=message):
-        await notify(FakeTools(answer))
+        await notify(FakeTools(answer=answer))
