@@ -65,7 +65,7 @@ async def run(args: argparse.Namespace) -> int:
     services: dict[str, str] = {}
     notes: list[str] = []
     scenario_settings: dict[str, dict[str, str]] = {}
-    disturbed: set[str] = set()
+    disturbed: dict[str, int] = {}  # scenario -> seconds another pytest run was seen
     began = time.monotonic()
     say(f"namespace {env.namespace}, database {env.db_name}, logs in {logs}")
     try:
@@ -103,9 +103,9 @@ async def run(args: argparse.Namespace) -> int:
             shutil.rmtree(logs, ignore_errors=True)
     if disturbed:
         notes.append(
-            "another pytest run was on the machine during: "
-            + ", ".join(sorted(disturbed))
-            + " (it competes for the cores and may restart RabbitMQ or Redis): those figures are disturbed."
+            "another pytest run was on the machine for about "
+            + ", ".join(f"{seconds} s of {name}" for name, seconds in disturbed.items())
+            + " (it competes for the cores and may restart RabbitMQ or Redis): those figures may be disturbed."
         )
     for scenario_name, chosen in scenario_settings.items():
         notes.append(f"{scenario_name} settings: " + ", ".join(f"`{k}={v}`" for k, v in chosen.items()))
@@ -148,12 +148,12 @@ async def _run_scenario(
     return []
 
 
-async def _watch_for_other_runs(name: str, disturbed: set[str]) -> None:
+async def _watch_for_other_runs(name: str, disturbed: dict[str, int], every: int = 2) -> None:
+    """Count the seconds during which another pytest run shares the machine (until cancelled)."""
     while True:
         if await asyncio.to_thread(foreign_pytest):
-            disturbed.add(name)
-            return
-        await asyncio.sleep(2)
+            disturbed[name] = disturbed.get(name, 0) + every
+        await asyncio.sleep(every)
 
 
 def main(argv: list[str] | None = None) -> int:

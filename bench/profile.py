@@ -67,8 +67,12 @@ class Profiler:
             (self.out / f"{name}.md").write_text(summarise(raw.read_text(), name))
 
 
-def summarise(collapsed: str, name: str, top: int = 30) -> str:
-    """Own and inclusive sample shares per function from py-spy's raw (collapsed) output."""
+def summarise(collapsed: str, name: str, top: int = 25) -> str:
+    """Sample shares from py-spy's raw (collapsed) output: own time by package and by function, and inclusive
+    time of the service's own functions. Stacks may start mid-way (SQLAlchemy runs statements in greenlets,
+    whose stacks py-spy reports apart; non-blocking sampling truncates some), so inclusive shares of `app`
+    functions are lower bounds, while own-time shares are exact to the sample."""
+    packages: Counter[str] = Counter()
     own: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
@@ -80,15 +84,30 @@ def summarise(collapsed: str, name: str, top: int = 30) -> str:
         frames = [_short(frame) for frame in stack.split(";")]
         total += count
         own[frames[-1]] += count
-        for frame in set(frames):
+        packages[_package(stack.split(";")[-1])] += count
+        for frame in {f for f in frames if f.endswith("(app)") or "(app/" in f}:
             inclusive[frame] += count
     if not total:
         return f"# {name}\n\nno samples\n"
-    lines = [f"# {name}: {total} samples at {RATE}/s", "", "## own time", "", "| % | function |", "|---|---|"]
-    lines += [f"| {100 * n / total:.1f} | `{frame}` |" for frame, n in own.most_common(top)]
-    lines += ["", "## inclusive time", "", "| % | function |", "|---|---|"]
-    lines += [f"| {100 * n / total:.1f} | `{frame}` |" for frame, n in inclusive.most_common(top)]
+
+    def block(title: str, counts: Counter[str]) -> list[str]:
+        rows = [f"| {100 * n / total:.1f} | `{what}` |" for what, n in counts.most_common(top)]
+        return ["", f"## {title}", "", "| % | what |", "|---|---|", *rows]
+
+    lines = [f"# {name}: {total} samples at {RATE}/s while holding the GIL"]
+    lines += block("own time by package", packages)
+    lines += block("own time by function", own)
+    lines += block("inclusive time of the service's functions (lower bounds)", inclusive)
     return "\n".join(lines) + "\n"
+
+
+def _package(frame: str) -> str:
+    """The top-level package or standard-library module of a raw frame (`sqlalchemy`, `asyncio`, `app`)."""
+    path = frame.rpartition(" (")[2].rsplit(":", 1)[0]
+    for marker in ("site-packages/", f"{ROOT}/", "/lib/python3.11/", "/lib/python3.12/", "/lib/python3.13/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return path.split("/", 1)[0].removesuffix(".py") or "?"
 
 
 def _short(frame: str) -> str:

@@ -1,5 +1,6 @@
 """The one markdown table the bench prints and writes, and the header block above it."""
 
+import hashlib
 import math
 import os
 import platform
@@ -7,6 +8,9 @@ import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
+
+from bench.env import ROOT
 
 PACKAGES = ("fastapi", "uvicorn", "aio-pika", "sqlalchemy", "asyncpg", "redis", "httpx", "pydantic")
 COLUMNS = ("scenario", "figure", "ours", "baseline", "ratio", "target", "met?")
@@ -64,6 +68,31 @@ def versions() -> dict[str, str]:
     return found
 
 
+def code_version(root: Path) -> str:
+    """The commit checked out (read from .git, without running git) and a digest of app/ as it is on disk,
+    which tells two runs of different working trees apart."""
+    commit = "unknown"
+    head = root / ".git" / "HEAD"
+    try:
+        ref = head.read_text().strip()
+        if ref.startswith("ref: "):
+            name = ref[5:]
+            loose = root / ".git" / name
+            if loose.exists():
+                commit = loose.read_text().strip()
+            else:
+                packed = (root / ".git" / "packed-refs").read_text().splitlines()
+                commit = next((line.split()[0] for line in packed if line.endswith(" " + name)), "unknown")
+        else:
+            commit = ref
+    except OSError:
+        pass
+    digest = hashlib.sha256()
+    for path in sorted((root / "app").rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return f"commit {commit[:12]}, app/ digest {digest.hexdigest()[:12]}"
+
+
 def header(mode: str, sizes: dict[str, object], settings: dict[str, str], services: dict[str, str]) -> str:
     packages = ", ".join(f"{name} {version}" for name, version in versions().items())
     lines = [
@@ -73,6 +102,7 @@ def header(mode: str, sizes: dict[str, object], settings: dict[str, str], servic
         f"- machine: {os.cpu_count()} cores, {platform.machine()}, {platform.platform(terse=True)}; "
         "server, workers, load generator, PostgreSQL, RabbitMQ and Redis all share it",
         f"- Python {platform.python_version()}; {packages}",
+        f"- service code: {code_version(ROOT)}",
         "- services: " + ", ".join(f"{name} {version}" for name, version in services.items()),
         "- sizes: " + ", ".join(f"{name} {value}" for name, value in sizes.items()),
         "- settings of every bench process (differences from the defaults; a scenario's own below): "
