@@ -27,6 +27,8 @@ class Outgoing:
     priority: int | None = None
     expiration_ms: int | None = None
     message_id: str | None = None
+    # Publish/subscribe events go without it: an event nobody subscribes to is not an error (rule 1).
+    mandatory: bool = True
 
 
 class Broker:
@@ -88,7 +90,9 @@ class Broker:
             raise PublishError("RabbitMQ is not connected")
         try:
             exchange = await self._exchange(message.exchange)
-            await exchange.publish(_to_amqp(message), message.routing_key, mandatory=True, timeout=self._timeout)
+            await exchange.publish(
+                _to_amqp(message), message.routing_key, mandatory=message.mandatory, timeout=self._timeout
+            )
         except TimeoutError as exc:
             raise PublishError(f"no confirm within {self._timeout}s") from exc
         except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:

@@ -87,6 +87,7 @@ def job_event(names: Names, job: dict[str, Any], created_at: datetime) -> Outgoi
         body=dumps(body),
         headers=headers,
         message_id=body["id"],
+        mandatory=False,
     )
 
 

@@ -8,7 +8,7 @@ from aio_pika.abc import AbstractChannel
 
 from app.core.backoff import Tier, job_tiers, schedule_tiers
 from app.core.config import Settings
-from app.core.names import Lane, Names, lane_max_priority
+from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,12 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         QueueSpec(names.webhooks_dlq, _queue_args(settings)),
     ]
     bindings = [
-        # Every job event: publishes are mandatory, so each must be routable; the fan-out drops the rest cheaply.
-        BindingSpec(names.webhook_events_queue, names.events_exchange, "job.#"),
+        # Only the events an endpoint can subscribe to; the others (queued, running) are published without
+        # `mandatory` (rule 1) and the exchange drops them when nobody else listens.
+        *(
+            BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", event.split(".", 1)[1]))
+            for event in SUBSCRIBABLE_EVENTS
+        ),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),
     ]

@@ -9,7 +9,7 @@ from enum import StrEnum
 from loguru import logger
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, PublishError
 from app.core.messages import JobMessage, job_outgoing
@@ -25,7 +25,7 @@ from app.services.idempotency import IdempotencyCache
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row, audit, move
+from app.services.transitions import Row, audit
 
 INSERT_JOB = insert(JOBS)
 
@@ -167,12 +167,3 @@ class JobService:
         query = select(EVENTS.c.event, EVENTS.c.detail, EVENTS.c.created_at).where(EVENTS.c.job_id == job_id)
         async with self.engine.connect() as conn:
             return [dict(r._mapping) for r in await conn.execute(query.order_by(EVENTS.c.id))]
-
-
-async def mark_queued(conn: AsyncConnection, names: Names, job_id: str) -> list[Pending]:
-    """After the relay published a job's message: pending -> queued, if nothing moved it first."""
-    row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).first()
-    if row is None or row.status != JobStatus.PENDING:
-        return []
-    moved = await move(conn, names, dict(row._mapping), JobStatus.QUEUED)
-    return [moved[1]] if moved else []

@@ -18,9 +18,10 @@ from app.models.types import utcnow
 
 RELAY_LOCK_SECONDS = 60
 INSERT_ROW = insert(OUTBOX)
+INSERT_MANY = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
 
-# Called in the same transaction that deletes a published job message's row (pending -> queued).
-AfterJobPublish = Callable[[AsyncConnection, str], Awaitable[list["Pending"]]]
+# Called in the same transaction that deletes published job messages' rows (pending -> queued).
+AfterJobPublish = Callable[[AsyncConnection, list[str]], Awaitable[list["Pending"]]]
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,12 @@ async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = Non
     return Pending(int(key[0]), message, job_id)
 
 
-async def add_many(conn: AsyncConnection, messages: list[Outgoing]) -> list[Pending]:
-    """Stage several messages with one statement."""
+async def add_many(conn: AsyncConnection, messages: list[Outgoing], job_ids: list[str] | None = None) -> list[Pending]:
+    """Stage several messages with one statement; `job_ids` marks job messages (their publish queues the job)."""
     if not messages:
         return []
     now = utcnow()
+    owners: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(messages)
     rows = [
         {
             "exchange": m.exchange,
@@ -63,13 +65,13 @@ async def add_many(conn: AsyncConnection, messages: list[Outgoing]) -> list[Pend
             "headers": m.headers,
             "priority": m.priority,
             "message_id": m.message_id,
-            "job_id": None,
+            "job_id": job_id,
             "created_at": now,
         }
-        for m in messages
+        for m, job_id in zip(messages, owners, strict=True)
     ]
-    ids = (await conn.execute(insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True), rows)).scalars()
-    return [Pending(int(row_id), message) for row_id, message in zip(ids, messages, strict=True)]
+    ids = (await conn.execute(INSERT_MANY, rows)).scalars()
+    return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
 
 
 async def drop(conn: AsyncConnection, ids: list[int]) -> None:
@@ -77,9 +79,15 @@ async def drop(conn: AsyncConnection, ids: list[int]) -> None:
     await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
 
 
-def _from_row(row: Any) -> Pending:
+def _from_row(row: Any, pubsub: frozenset[str]) -> Pending:
     message = Outgoing(
-        row.exchange, row.routing_key, row.body, dict(row.headers or {}), row.priority, message_id=row.message_id
+        row.exchange,
+        row.routing_key,
+        row.body,
+        dict(row.headers or {}),
+        row.priority,
+        message_id=row.message_id,
+        mandatory=row.exchange not in pubsub,
     )
     return Pending(row.id, message, row.job_id)
 
@@ -87,8 +95,17 @@ def _from_row(row: Any) -> Pending:
 class Outbox:
     """Publishes staged messages, forgets them in batches, and relays whatever the fast path missed."""
 
-    def __init__(self, engine: AsyncEngine, broker: Broker, relay_after: float, batch_size: int) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        broker: Broker,
+        relay_after: float,
+        batch_size: int,
+        pubsub: frozenset[str] = frozenset(),
+    ) -> None:
+        """`pubsub` names the exchanges whose messages go without `mandatory` (events, rule 1)."""
         self._engine = engine
+        self._pubsub = pubsub
         self._broker = broker
         self._relay_after = relay_after
         self._batch_size = batch_size
@@ -113,10 +130,10 @@ class Outbox:
     async def _confirmed(self, rows: list[Pending]) -> list[Pending]:
         """Record that these rows reached the broker; return the events that follow from it."""
         follow: list[Pending] = []
+        job_ids = [row.job_id for row in rows if row.job_id is not None]
         async with self._engine.begin() as conn:
-            for row in rows:
-                if row.job_id is not None and self.after_job_publish is not None:
-                    follow.extend(await self.after_job_publish(conn, row.job_id))
+            if job_ids and self.after_job_publish is not None:
+                follow = await self.after_job_publish(conn, job_ids)
             await drop(conn, [r.id for r in rows])
         return follow
 
@@ -163,7 +180,7 @@ class Outbox:
                 .values(locked_by=token, locked_until=lock_until)
             )
             rows = await conn.execute(select(OUTBOX).where(OUTBOX.c.locked_by == token).order_by(OUTBOX.c.id))
-            return [_from_row(row) for row in rows]
+            return [_from_row(row, self._pubsub) for row in rows]
 
     async def run(self, interval: float, extra: Callable[[], Awaitable[object]] | None = None) -> None:
         """The relay loop (a background task): flush, relay, run `extra`, sleep; never dies of an error."""

@@ -8,23 +8,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.resources import Resources
 from app.services.janitor import DlqJanitor
-from app.services.jobs import mark_queued
 from app.services.outbox import Outbox, Pending
 from app.services.overdue import republish_overdue
 from app.services.retention import Retention
+from app.services.transitions import queue_published
 
 
 def make_outbox(resources: Resources) -> Outbox:
     """The outbox with its relay settings; a publish must time out before the relay may take its row."""
     settings = resources.settings
     relay_after = max(settings.outbox_relay_after, settings.publish_timeout_seconds + 1)
-    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size)
+    pubsub = frozenset({resources.names.events_exchange})
+    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size, pubsub)
     outbox.after_job_publish = partial(_mark_queued, resources)
     return outbox
 
 
-async def _mark_queued(resources: Resources, conn: AsyncConnection, job_id: str) -> list[Pending]:
-    return await mark_queued(conn, resources.names, job_id)
+async def _mark_queued(resources: Resources, conn: AsyncConnection, job_ids: list[str]) -> list[Pending]:
+    return await queue_published(conn, resources.names, job_ids)
 
 
 def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":

@@ -1,14 +1,17 @@
-"""Status changes: one compare-and-set, its audit row and its outbox event, in the caller's transaction."""
+"""Status changes: compare-and-set for one job or many, their audit rows and their outbox events, in the
+caller's transaction. Every status change of a job goes through `move_many` (`move` is its one-row form)."""
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, insert, update
+from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import job_event
 from app.core.names import Names
 from app.core.statuses import JobStatus, sources_of
+from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.services import outbox
@@ -19,6 +22,15 @@ EVENTS = JOB_EVENTS
 INSERT_EVENT = insert(EVENTS)
 
 Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One job's part of a move: the job as last read (with its seq), its new values, its audit detail."""
+
+    job: Row
+    values: Row = field(default_factory=dict)
+    detail: Row = field(default_factory=dict)
 
 
 async def audit(conn: AsyncConnection, job_id: str, event: str, detail: dict[str, Any], at: datetime) -> None:
@@ -36,23 +48,69 @@ async def move(
     values: Row | None = None,
     detail: Row | None = None,
 ) -> tuple[Row, Pending] | None:
-    """Move `job` (as last read, with its seq) to `to`; None when someone else changed it first.
+    """Move one job (as last read) to `to`; None when someone else changed it first."""
+    moved = await move_many(conn, names, to, [Change(job, values or {}, detail or {})], where=where)
+    return moved[0] if moved else None
 
-    The seq in the WHERE makes this a compare-and-set on the row as read; the status guard keeps
-    every change inside the transition table.
+
+async def move_many(
+    conn: AsyncConnection,
+    names: Names,
+    to: JobStatus,
+    changes: list[Change],
+    *,
+    where: tuple[ColumnElement[bool], ...] = (),
+) -> list[tuple[Row, Pending]]:
+    """Move every job of `changes` to `to` with one UPDATE; return those it moved, each with its staged event.
+
+    The per-row seq in the WHERE makes this a compare-and-set on each row as read; the status guard keeps
+    every change inside the transition table. Audit rows and outbox events go in one statement each.
     """
+    if not changes:
+        return []
     now = utcnow()
-    changes = {**(values or {}), "status": str(to), "seq": job["seq"] + 1, "updated_at": now}
+    by_id = {c.job["id"]: c for c in changes}
+    columns = {name for c in changes for name in c.values}
+    assignments: dict[str, Any] = {
+        name: per_row(JOBS.c.id, JOBS.c[name], {i: c.values.get(name, c.job.get(name)) for i, c in by_id.items()})
+        for name in columns
+    }
+    seqs = {i: c.job["seq"] for i, c in by_id.items()}
     result = await conn.execute(
         update(JOBS)
-        .where(JOBS.c.id == job["id"], JOBS.c.seq == job["seq"])
+        .where(JOBS.c.id.in_(list(by_id)), JOBS.c.seq == per_row(JOBS.c.id, JOBS.c.seq, seqs))
         .where(JOBS.c.status.in_([str(s) for s in sources_of(to)]), *where)
-        .values(**changes)
+        .values(**assignments, status=str(to), seq=JOBS.c.seq + 1, updated_at=now)
+        .returning(JOBS.c.id)
     )
-    if result.rowcount != 1:
-        return None
-    after = {**job, **changes}
-    trail = {"from": job["status"], "to": str(to), "attempt": after["attempts"], **(detail or {})}
-    await audit(conn, job["id"], str(to), trail, now)
-    staged = await outbox.add(conn, job_event(names, after, now))
-    return after, staged
+    moved = [by_id[job_id] for job_id in result.scalars()]
+    if not moved:
+        return []
+    afters = [{**c.job, **c.values, "status": str(to), "seq": c.job["seq"] + 1, "updated_at": now} for c in moved]
+    trail = [
+        {
+            "job_id": after["id"],
+            "event": str(to),
+            "detail": {"from": c.job["status"], "to": str(to), "attempt": after["attempts"], **c.detail},
+            "created_at": now,
+        }
+        for c, after in zip(moved, afters, strict=True)
+    ]
+    await conn.execute(INSERT_EVENT, trail)
+    staged = await outbox.add_many(conn, [job_event(names, after, now) for after in afters])
+    return list(zip(afters, staged, strict=True))
+
+
+async def queue_many(conn: AsyncConnection, names: Names, jobs: list[Row]) -> list[tuple[Row, Pending]]:
+    """pending -> queued once the broker has their messages, for the jobs nothing moved first."""
+    pending = [Change(job) for job in jobs if job["status"] == JobStatus.PENDING]
+    return await move_many(conn, names, JobStatus.QUEUED, pending)
+
+
+async def queue_published(conn: AsyncConnection, names: Names, job_ids: list[str]) -> list[Pending]:
+    """After these jobs' messages reached the broker: pending -> queued for those still pending."""
+    if not job_ids:
+        return []
+    query = select(JOBS).where(JOBS.c.id.in_(job_ids), JOBS.c.status == JobStatus.PENDING)
+    rows = [dict(row._mapping) for row in await conn.execute(query)]
+    return [staged for _, staged in await queue_many(conn, names, rows)]
