@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     breaker_window_seconds: float = Field(default=60, gt=0)
     breaker_cooldown_seconds: float = Field(default=30, gt=0)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     webhook_allow_private_networks: bool = False
     embedded_workers: bool = False
 
@@ -44,6 +45,8 @@ class Settings(BaseSettings):
     job_consumers_critical: int = Field(default=2, ge=0)
     job_consumers_default: int = Field(default=4, ge=0)
     job_consumers_bulk: int = Field(default=2, ge=0)
+    # The most claims or outcomes one transaction of the job worker holds (rule 17).
+    job_batch_size: int = Field(default=128, ge=1, le=1000)
     queue_type: Literal["classic", "quorum"] = "classic"
 
     outbox_relay_interval: float = Field(default=1.0, gt=0)

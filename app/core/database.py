@@ -8,6 +8,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.core.messages import dumps, loads
+
 # Errors that mean "the database is not reachable", as opposed to a bug in a statement.
 UNREACHABLE = (OperationalError, InterfaceError, OSError, ConnectionError)
 
@@ -29,14 +31,18 @@ def make_engine(url: str, pool_size: int = 10) -> AsyncEngine:
     kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": 1800}
     if parsed.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"timeout": 5}
-    return create_async_engine(url, **kwargs)
+    return create_async_engine(url, json_serializer=_json_text, json_deserializer=loads, **kwargs)
+
+
+def _json_text(value: Any) -> str:
+    return dumps(value).decode()
 
 
 def _sqlite_engine(url: str) -> AsyncEngine:
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_async_engine(url, connect_args={"timeout": 30})
+    engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=_json_text, json_deserializer=loads)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -84,6 +84,10 @@ class GroupCommit(Generic[In, Out]):
             if not future.done():
                 future.set_result(outcome)
 
+    def reopen(self) -> None:
+        """Take operations again after a `close` (a worker started again)."""
+        self._closed = False
+
     async def close(self) -> None:
         """Take nothing more; flush what is waiting."""
         self._closed = True

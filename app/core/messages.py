@@ -1,10 +1,11 @@
 """The message contracts the API and the workers share: job messages and job events."""
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from app.core.broker import Outgoing
 from app.core.names import Names, broker_priority, lane_of
@@ -14,14 +15,16 @@ RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set 
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON bytes; datetimes as ISO 8601."""
-    return json.dumps(value, separators=(",", ":"), default=_default).encode()
+    """Compact JSON bytes; datetimes as ISO 8601. Raises TypeError for what JSON cannot hold."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as exc:
+        raise TypeError(str(exc)) from exc
 
 
-def _default(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
+def loads(data: bytes | str) -> Any:
+    """The value of JSON text; raises ValueError when it is not JSON."""
+    return orjson.loads(data)
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class JobMessage:
 
     @classmethod
     def from_bytes(cls, body: bytes) -> "JobMessage":
-        data = json.loads(body)
+        data = loads(body)
         return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
 
     def to_bytes(self) -> bytes:

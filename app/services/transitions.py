@@ -84,21 +84,29 @@ async def move_many(
         .returning(JOBS.c.id)
     )
     moved = [by_id[job_id] for job_id in result.scalars()]
-    if not moved:
-        return []
     afters = [{**c.job, **c.values, "status": str(to), "seq": c.job["seq"] + 1, "updated_at": now} for c in moved]
+    return await record(
+        conn, names, [(c.job["status"], after, c.detail) for c, after in zip(moved, afters, strict=True)]
+    )
+
+
+async def record(conn: AsyncConnection, names: Names, moves: list[tuple[str, Row, Row]]) -> list[tuple[Row, Pending]]:
+    """The audit rows and staged events of moves already made: (from status, the job after, detail) each."""
+    if not moves:
+        return []
     trail = [
         {
             "job_id": after["id"],
-            "event": str(to),
-            "detail": {"from": c.job["status"], "to": str(to), "attempt": after["attempts"], **c.detail},
-            "created_at": now,
+            "event": after["status"],
+            "detail": {"from": source, "to": after["status"], "attempt": after["attempts"], **detail},
+            "created_at": after["updated_at"],
         }
-        for c, after in zip(moved, afters, strict=True)
+        for source, after, detail in moves
     ]
     await conn.execute(INSERT_EVENT, trail)
-    staged = await outbox.add_many(conn, [job_event(names, after, now) for after in afters])
-    return list(zip(afters, staged, strict=True))
+    events = [job_event(names, after, after["updated_at"]) for _, after, _ in moves]
+    staged = await outbox.add_many(conn, events)
+    return list(zip([after for _, after, _ in moves], staged, strict=True))
 
 
 async def queue_many(conn: AsyncConnection, names: Names, jobs: list[Row]) -> list[tuple[Row, Pending]]:

@@ -1,22 +1,42 @@
-"""The job worker's database side: claim by compare-and-set, renew the lease, record the outcome."""
+"""The job worker's database side, set-based (rule 17): claim a batch by compare-and-set, renew every lease
+held, record a batch of outcomes behind the per-row fencing check."""
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.statuses import JobStatus
+from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services.outbox import Pending
-from app.services.transitions import Row, move
-from app.workers.retry_policy import DeadLetter, DeadReason, Retry, budget
+from app.services.transitions import Change, Row, move_many, queue_many, record
+from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
-CLAIM_TRIES = 3
+
+# Rule 3's compare-and-set for the common case: a queued job whose budget (max_retries + 1 attempts) has room.
+CLAIM_QUEUED = (
+    update(JOBS)
+    .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), JOBS.c.status == S.QUEUED)
+    .where(JOBS.c.attempts < JOBS.c.max_retries + 1)
+    .values(
+        status=str(S.RUNNING),
+        attempts=JOBS.c.attempts + 1,
+        runs=JOBS.c.runs + 1,
+        seq=JOBS.c.seq + 1,
+        lease_until=bindparam("lease"),
+        next_attempt_at=None,
+        started_at=func.coalesce(JOBS.c.started_at, bindparam("now")),
+        updated_at=bindparam("now"),
+    )
+    .returning(*JOBS.c)
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +68,23 @@ class Defer:
     seconds: float
 
 
-Verdict = Claimed | Drop | ToDeadLetters | Defer
+@dataclass(frozen=True)
+class Raced:
+    """Someone changed the job between our read and our compare-and-set: decide again."""
+
+
+Verdict = Claimed | Drop | ToDeadLetters | Defer | Raced
+Take = tuple[str, Row]  # the verdicts still to be written: "take" (run it) or "bury" (budget spent)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run ended in, to record if our fencing token still holds."""
+
+    job: Row  # as claimed
+    to: JobStatus  # SUCCEEDED, RETRYING or DEAD_LETTERED
+    values: Row
+    detail: Row
 
 
 @dataclass(frozen=True)
@@ -57,40 +93,70 @@ class JobStore:
     names: Names
     lease_seconds: float
 
-    async def claim(self, job_id: str) -> Verdict:
-        """Decide what a delivered message means for its job (rule 4) and claim it if it is ours to run."""
-        for _ in range(CLAIM_TRIES):
-            async with self.engine.begin() as conn:
-                row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).first()
-                if row is None:
-                    return Drop("no such job")
-                verdict = await self._decide(conn, dict(row._mapping), utcnow())
-            if verdict is not None:
-                return verdict
-        return Defer(self.lease_seconds)
+    async def claim_many(self, job_ids: list[str]) -> list[Verdict]:
+        """Decide what each delivered message means for its job (rule 4); claim those that are ours to run.
 
-    async def _decide(self, conn: AsyncConnection, job: Row, now: datetime) -> Verdict | None:
+        The common case, a queued job within its budget, is claimed by one UPDATE for the whole batch; the
+        others are read and judged one by one, in the same transaction.
+        """
+        now = utcnow()
+        lease = now + timedelta(seconds=self.lease_seconds)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
+            taken = await record(conn, self.names, [(S.QUEUED, dict(r._mapping), {}) for r in result])
+            verdicts: dict[str, Verdict | Take] = {job["id"]: Claimed(job, [staged]) for job, staged in taken}
+            rest = [job_id for job_id in job_ids if job_id not in verdicts]
+            if rest:
+                verdicts.update(await self._claim_others(conn, rest, now))
+        return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
+
+    async def _claim_others(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> dict[str, Any]:
+        """Pending, retrying, leased, finished or spent jobs: read, judge each (rule 4), write what follows."""
+        rows = await _read(conn, job_ids)
+        events: dict[str, list[Pending]] = defaultdict(list)
+        pending = [job for job in rows.values() if job["status"] == S.PENDING]
+        for job, staged in await queue_many(conn, self.names, pending):  # the message beat pending -> queued
+            rows[job["id"]] = job
+            events[job["id"]].append(staged)
+        verdicts: dict[str, Any] = {job_id: self._judge(job, now) for job_id, job in rows.items()}
+        await self._write(conn, verdicts, events, now)
+        return verdicts
+
+    def _judge(self, job: Row, now: datetime) -> Verdict | Take:
         status = job["status"]
         if status in (S.SUCCEEDED, S.CANCELLED):
             return Drop(f"job is {status}")
         if status == S.DEAD_LETTERED:
             return ToDeadLetters([])
+        if status == S.PENDING:
+            return Raced()
         if status == S.RUNNING and job["lease_until"] > now:
             return Defer((job["lease_until"] - now).total_seconds())
         if status == S.RETRYING and job["next_attempt_at"] and job["next_attempt_at"] > now:
             return Defer((job["next_attempt_at"] - now).total_seconds())
-        events: list[Pending] = []
-        if status == S.PENDING:  # the message beat the API's own pending -> queued
-            moved = await move(conn, self.names, job, S.QUEUED)
-            if moved is None:
-                return None
-            job, event = moved
-            events.append(event)
-        if job["attempts"] >= budget(job["max_retries"]):
-            return await self._budget_spent(conn, job, events, now)
-        return await self._take(conn, job, events, now)
+        return ("bury" if job["attempts"] >= budget(job["max_retries"]) else "take", job)
 
-    async def _take(self, conn: AsyncConnection, job: Row, events: list[Pending], now: datetime) -> Verdict | None:
+    async def _write(
+        self, conn: AsyncConnection, verdicts: dict[str, Any], events: dict[str, list[Pending]], now: datetime
+    ) -> None:
+        """Write the claims and the burials with one compare-and-set each; losers of a race are Raced."""
+        to_take = [v[1] for v in verdicts.values() if isinstance(v, tuple) and v[0] == "take"]
+        to_bury = [v[1] for v in verdicts.values() if isinstance(v, tuple) and v[0] == "bury"]
+        # Rule 3's compare-and-set: only a due retry or an expired lease may be taken over.
+        due = (JOBS.c.status != S.RETRYING) | (JOBS.c.next_attempt_at <= now)
+        expired = (JOBS.c.status != S.RUNNING) | (JOBS.c.lease_until < now)
+        taken = await move_many(
+            conn, self.names, S.RUNNING, [self._claim(j, now) for j in to_take], where=(due, expired)
+        )
+        buried = await move_many(conn, self.names, S.DEAD_LETTERED, [_burial(j, now) for j in to_bury])
+        for job_id in [j["id"] for j in to_take + to_bury]:
+            verdicts[job_id] = Raced()
+        for job, staged in taken:
+            verdicts[job["id"]] = Claimed(job, [*events[job["id"]], staged])
+        for job, staged in buried:
+            verdicts[job["id"]] = ToDeadLetters([*events[job["id"]], staged])
+
+    def _claim(self, job: Row, now: datetime) -> Change:
         values = {
             "attempts": job["attempts"] + 1,
             "runs": job["runs"] + 1,
@@ -98,56 +164,68 @@ class JobStore:
             "next_attempt_at": None,
             "started_at": job["started_at"] or now,
         }
-        # Rule 3's compare-and-set: only a due retry or an expired lease may be taken over.
-        due = (JOBS.c.status != S.RETRYING) | (JOBS.c.next_attempt_at <= now)
-        expired = (JOBS.c.status != S.RUNNING) | (JOBS.c.lease_until < now)
-        moved = await move(conn, self.names, job, S.RUNNING, where=(due, expired), values=values)
-        if moved is None:
-            return None
-        return Claimed(moved[0], [*events, moved[1]])
+        return Change(job, values)
 
-    async def _budget_spent(
-        self, conn: AsyncConnection, job: Row, events: list[Pending], now: datetime
-    ) -> Verdict | None:
-        """A worker died on the last attempt: the crash used up the budget, so dead-letter without running."""
-        error = {
-            "type": "WorkerLost",
-            "message": f"the worker running attempt {job['attempts']} stopped without a result",
-        }
-        values = {"error": error, "dead_reason": DeadReason.WORKER_LOST, "finished_at": now, "lease_until": None}
-        moved = await move(conn, self.names, job, S.DEAD_LETTERED, values=values, detail={"error": error})
-        if moved is None:
-            return None
-        return ToDeadLetters([*events, moved[1]])
-
-    async def renew(self, job: Row) -> bool:
-        """Extend our lease; False when the job is no longer ours (fenced out by a newer run)."""
+    async def renew_many(self, jobs: list[Row]) -> set[str]:
+        """Extend the leases of these runs with one statement; return the ids still ours (not fenced out)."""
+        if not jobs:
+            return set()
+        tokens = {job["id"]: job["runs"] for job in jobs}
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 update(JOBS)
-                .where(JOBS.c.id == job["id"], JOBS.c.runs == job["runs"], JOBS.c.status == S.RUNNING)
+                .where(JOBS.c.id.in_(list(tokens)), JOBS.c.status == S.RUNNING)
+                .where(JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens))
                 .values(lease_until=utcnow() + timedelta(seconds=self.lease_seconds))
+                .returning(JOBS.c.id)
             )
-        return result.rowcount == 1
+            return set(result.scalars())
 
-    async def succeed(self, job: Row, result: Any) -> Pending | None:
-        now = utcnow()
-        values = {"result": result, "error": None, "finished_at": now, "lease_until": None}
-        return await self._finish(job, S.SUCCEEDED, values, {})
-
-    async def retry(self, job: Row, error: dict[str, Any], plan: Retry) -> Pending | None:
-        values = {"error": error, "next_attempt_at": plan.next_attempt_at, "lease_until": None}
-        detail = {"error": error, "next_attempt_at": plan.next_attempt_at.isoformat()}
-        return await self._finish(job, S.RETRYING, values, detail)
-
-    async def dead_letter(self, job: Row, error: dict[str, Any], plan: DeadLetter) -> Pending | None:
-        values = {"error": error, "dead_reason": plan.reason, "finished_at": utcnow(), "lease_until": None}
-        return await self._finish(job, S.DEAD_LETTERED, values, {"error": error, "reason": plan.reason})
-
-    async def _finish(self, job: Row, to: JobStatus, values: Row, detail: Row) -> Pending | None:
-        """Record the outcome only while our fencing token still holds; None when it does not."""
+    async def finish_many(self, outcomes: list[Outcome]) -> list[Pending | None]:
+        """Record every outcome whose fencing token (`runs`) still holds, in one transaction; None for the rest."""
+        recorded: dict[str, Pending] = {}
         async with self.engine.begin() as conn:
-            moved = await move(
-                conn, self.names, job, to, where=(JOBS.c.runs == job["runs"],), values=values, detail=detail
-            )
-        return moved[1] if moved else None
+            for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
+                mine = [o for o in outcomes if o.to == to]
+                if not mine:
+                    continue
+                tokens = {o.job["id"]: o.job["runs"] for o in mine}
+                fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
+                changes = [Change(o.job, o.values, o.detail) for o in mine]
+                for job, staged in await move_many(conn, self.names, to, changes, where=(fenced,)):
+                    recorded[job["id"]] = staged
+        return [recorded.get(o.job["id"]) for o in outcomes]
+
+
+async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, Row]:
+    result = await conn.execute(select(JOBS).where(JOBS.c.id.in_(sorted(set(job_ids)))))
+    return {row.id: dict(row._mapping) for row in result}
+
+
+def _final(verdict: Verdict | Take) -> Verdict:
+    return Raced() if isinstance(verdict, tuple) else verdict
+
+
+def _burial(job: Row, now: datetime) -> Change:
+    """A worker died on the last attempt: the crash used up the budget, so dead-letter without running."""
+    error = {
+        "type": "WorkerLost",
+        "message": f"the worker running attempt {job['attempts']} stopped without a result",
+    }
+    values = {"error": error, "dead_reason": str(DeadReason.WORKER_LOST), "finished_at": now, "lease_until": None}
+    return Change(job, values, {"error": error})
+
+
+def succeeded(job: Row, result: Any) -> Outcome:
+    values = {"result": result, "error": None, "finished_at": utcnow(), "lease_until": None}
+    return Outcome(job, S.SUCCEEDED, values, {})
+
+
+def retrying(job: Row, error: Row, next_attempt_at: datetime) -> Outcome:
+    values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None}
+    return Outcome(job, S.RETRYING, values, {"error": error, "next_attempt_at": next_attempt_at.isoformat()})
+
+
+def dead_lettered(job: Row, error: Row, reason: str) -> Outcome:
+    values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
+    return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})

@@ -1,7 +1,6 @@
 """The job worker: prefetch-1 consumers per lane that claim, lock, run, retry or dead-letter, and ack last."""
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,14 +19,30 @@ from app.handlers.errors import PermanentError
 from app.models.types import utcnow
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
-from app.services.outbox import Outbox
+from app.services.outbox import Outbox, Pending
+from app.services.transitions import Row
 from app.workers.consumers import ConsumerGroup
 from app.workers.cpu_pool import CpuPool
-from app.workers.job_store import Claimed, Defer, Drop, JobStore, ToDeadLetters
-from app.workers.lock import Held, JobLock
+from app.workers.job_batches import JobBatches
+from app.workers.job_store import (
+    Claimed,
+    Defer,
+    Drop,
+    JobStore,
+    Raced,
+    ToDeadLetters,
+    Verdict,
+    dead_lettered,
+    retrying,
+    succeeded,
+)
+from app.workers.leases import Lease, Leases
+from app.workers.lock import JobLocks, Lock
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.runner import run_attempt
 from app.workers.tools import SharedTools
+
+CLAIM_TRIES = 3
 
 
 @dataclass
@@ -41,7 +56,12 @@ class JobWorker:
 
     def __post_init__(self) -> None:
         settings = self.resources.settings
-        self.store = JobStore(self.resources.engine, self.resources.names, settings.lock_ttl_seconds)
+        names = self.resources.names
+        self.store = JobStore(self.resources.engine, names, settings.lock_ttl_seconds)
+        self.locks = JobLocks(self.resources.redis, round(settings.lock_ttl_seconds * 1000))
+        self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size)
+        self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
+        self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
         self.breakers = BatchedBreakers(job_type_breakers(self.resources))
         self.tools = SharedTools(
@@ -69,11 +89,19 @@ class JobWorker:
         return self.group.state
 
     async def start(self) -> None:
+        self.batches.reopen()
+        self._heartbeat = asyncio.create_task(self.leases.run(), name=f"{self.name}-heartbeat")
         await self.group.start()
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
+        await self.batches.close()
+        for batcher in (self.batches.claims, self.batches.finishes):
+            logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
         self.tools.pool.close()
         await self.breakers.flush()
 
@@ -85,54 +113,45 @@ class JobWorker:
             await message.reject(requeue=False)
             return
         worker_request_id.set(job_message.request_id or job_message.job_id)
-        lock = JobLock(
-            self.resources.redis,
-            self.resources.names.job_lock_key(job_message.job_id),
-            round(self.resources.settings.lock_ttl_seconds * 1000),
-        )
-        held, seconds_left = await lock.acquire()
-        if held is Held.THEIRS:
-            await self._defer(message, job_message, seconds_left)
-            return
-        try:
-            await self._claim_and_run(message, job_message, lock)
-        finally:
-            if held is Held.OURS:
-                await lock.release()
-
-    async def _claim_and_run(self, message: AbstractIncomingMessage, job_message: JobMessage, lock: JobLock) -> None:
         circuit = await self.breakers.check(job_message.job_type)
         if circuit.state is BreakerState.OPEN or (circuit.state is BreakerState.HALF_OPEN and not circuit.probe):
             # The job type's circuit is open: no claim, no attempt; the job waits in a delay tier.
             wait = circuit.retry_after or self.breakers.cooldown_seconds / 10
             await self._defer(message, job_message, wait)
             return
-        verdict = await self.store.claim(job_message.job_id)
+        verdict, lock = await self._claim(job_message.job_id)
         if circuit.probe and not isinstance(verdict, Claimed):
             await self.breakers.release_probe(job_message.job_type)
         match verdict:
             case Drop(why):
                 logger.info("dropping message for job {}: {}", job_message.job_id, why)
                 await message.ack()
-            case ToDeadLetters(events):
-                await self.outbox.publish(events)
+            case ToDeadLetters():
                 await message.reject(requeue=False)
             case Defer(seconds):
                 await self._defer(message, job_message, seconds)
-            case Claimed(job, events):
-                self.outbox.publish_soon(events)
+            case Claimed(job):
                 await self._run(message, job, lock, circuit.probe)
 
-    async def _run(self, message: AbstractIncomingMessage, job: dict[str, Any], lock: JobLock, probe: bool) -> None:
+    async def _claim(self, job_id: str) -> tuple[Verdict, Lock]:
+        """Claim through the batch; a claim that lost a race decides again, a few times, then waits a lease."""
+        for _ in range(CLAIM_TRIES):
+            verdict, lock = await self.batches.claim(job_id)
+            if not isinstance(verdict, Raced):
+                return verdict, lock
+        return Defer(self.store.lease_seconds), lock
+
+    async def _run(self, message: AbstractIncomingMessage, job: Row, lock: Lock, probe: bool) -> None:
         settings = self.resources.settings
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
         attempt = asyncio.create_task(run_attempt(ctx, job["payload"], timeout))
-        heartbeat = asyncio.create_task(self._heartbeat(job, lock, attempt))
+        self.leases.hold(Lease(job, lock, attempt))
         try:
             result = await attempt
         except asyncio.CancelledError:
+            await self.locks.release([lock])
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 attempt.cancel()
@@ -142,16 +161,14 @@ class JobWorker:
             return
         except Exception as exc:
             await self._judge(job["job_type"], exc, probe)
-            await self._failed(message, job, exc)
+            await self._failed(message, job, lock, exc)
             return
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
+            self.leases.drop(job["id"])
         await self._judge(job["job_type"], None, probe)
-        event = await self.store.succeed(job, result)
+        staged = await self.batches.finish(succeeded(job, result), lock)
         self.processed += 1
-        await self._settle(message, event, ack=True)
+        await self._settle(message, staged, ack=True)
 
     async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
         """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
@@ -161,14 +178,14 @@ class JobWorker:
             return
         await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
-    async def _failed(self, message: AbstractIncomingMessage, job: dict[str, Any], exc: Exception) -> None:
+    async def _failed(self, message: AbstractIncomingMessage, job: Row, lock: Lock, exc: Exception) -> None:
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
-            event = await self.store.dead_letter(job, error, plan)
-            await self._settle(message, event, ack=False)
+            staged = await self.batches.finish(dead_lettered(job, error, plan.reason), lock)
+            await self._settle(message, staged, ack=False)
             return
         logger.info(
             "job {} attempt {} failed, retrying in ~{}s: {}",
@@ -177,20 +194,21 @@ class JobWorker:
             plan.tier.delay,
             error["message"],
         )
-        event = await self.store.retry(job, error, plan)
-        if event is not None:
+        staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
+        if staged is not None:
             job_message = JobMessage.from_row(job)
             await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
-        await self._settle(message, event, ack=True)
+        await self._settle(message, staged, ack=True)
 
-    async def _settle(self, message: AbstractIncomingMessage, event: Any, ack: bool) -> None:
-        """After the commit: publish the event and ack (or reject into the DLQ), concurrently.
+    async def _settle(self, message: AbstractIncomingMessage, staged: Pending | None, ack: bool) -> None:
+        """After the commit (its events already on their way): ack, or reject into the DLQ.
 
-        No event means a newer run owns the job (we were fenced out): that run settles it, so ack ours.
+        Nothing recorded means a newer run owns the job (we were fenced out): that run settles it, so ack ours.
         """
-        events = [event] if event is not None else []
-        settle = message.ack() if ack or event is None else message.reject(requeue=False)
-        await asyncio.gather(self.outbox.publish(events), settle)
+        if ack or staged is None:
+            await message.ack()
+        else:
+            await message.reject(requeue=False)
 
     async def _defer(self, message: AbstractIncomingMessage, job_message: JobMessage, seconds: float) -> None:
         tier = tier_for_wait(self.resources.topology.job_tiers, seconds)
@@ -220,22 +238,6 @@ class JobWorker:
         except PublishError:
             logger.warning("could not move job {} to its delay tier; leaving it for redelivery", job_message.job_id)
             raise
-
-    async def _heartbeat(self, job: dict[str, Any], lock: JobLock, attempt: "asyncio.Task[Any]") -> None:
-        """Renew the DB lease and the Redis lock together while the handler runs; stop a fenced-out run."""
-        interval = self.resources.settings.lock_ttl_seconds / 3
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                ours = await self.store.renew(job)
-            except Exception as exc:
-                logger.warning("could not renew the lease of job {}: {}", job["id"], exc)
-                continue
-            if not ours:
-                logger.warning("job {} was taken over by another worker; abandoning this run", job["id"])
-                attempt.cancel()
-                return
-            await lock.renew()
 
 
 def _int_header(message: AbstractIncomingMessage, name: str) -> int:

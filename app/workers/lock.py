@@ -1,4 +1,5 @@
-"""The Redis half of a job's lease: SET NX PX with a random token, renewed and released by compare."""
+"""The Redis half of job leases: SET NX PX with a random token, renewed and released by compare, for a whole
+batch of jobs in one round trip each (rule 3, rule 17)."""
 
 import secrets
 from dataclasses import dataclass
@@ -8,9 +9,21 @@ from loguru import logger
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-# Renew or delete only while the key still holds our token: another worker may own it by now.
-RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+# Renew or delete only the keys that still hold our token: another worker may own some of them by now.
+RENEW = """
+local n = 0
+for i, key in ipairs(KEYS) do
+  if redis.call('get', key) == ARGV[i + 1] then n = n + redis.call('pexpire', key, ARGV[1]) end
+end
+return n
+"""
+RELEASE = """
+local n = 0
+for i, key in ipairs(KEYS) do
+  if redis.call('get', key) == ARGV[i] then n = n + redis.call('del', key) end
+end
+return n
+"""
 
 
 class Held(Enum):
@@ -19,33 +32,60 @@ class Held(Enum):
     NO_REDIS = "no_redis"  # Redis is down: the database lease alone guards the job (rule 3)
 
 
-@dataclass
-class JobLock:
-    redis: Redis
-    key: str
-    ttl_ms: int
-    token: str = ""
+@dataclass(frozen=True)
+class Lock:
+    """One job's lock as taken: whose it is, our token, and (when theirs) the seconds it has left."""
 
-    async def acquire(self) -> tuple[Held, float]:
-        """Try to take the lock; with THEIRS, also how many seconds it has left."""
-        self.token = secrets.token_hex(16)
+    key: str
+    held: Held
+    token: str = ""
+    seconds_left: float = 0.0
+
+
+@dataclass(frozen=True)
+class JobLocks:
+    redis: Redis
+    ttl_ms: int
+
+    async def acquire(self, keys: list[str]) -> list[Lock]:
+        """Try to take every key in one round trip (a second one asks how long the others have left);
+        Redis down means NO_REDIS for all: carry on with the database lease alone."""
+        tokens = [secrets.token_hex(16) for _ in keys]
         try:
-            if await self.redis.set(self.key, self.token, nx=True, px=self.ttl_ms):
-                return Held.OURS, 0.0
-            left = await self.redis.pttl(self.key)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key, token in zip(keys, tokens, strict=True):
+                    pipe.set(key, token, nx=True, px=self.ttl_ms)
+                taken = await pipe.execute()
+            theirs = [key for key, ok in zip(keys, taken, strict=True) if not ok]
+            left = dict(zip(theirs, await self._ttls(theirs), strict=True))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, carrying on with the database lease alone: {}", exc)
-            return Held.NO_REDIS, 0.0
-        return Held.THEIRS, max(left, 0) / 1000
+            return [Lock(key, Held.NO_REDIS) for key in keys]
+        return [
+            Lock(key, Held.OURS, token) if ok else Lock(key, Held.THEIRS, seconds_left=max(left[key], 0) / 1000)
+            for key, token, ok in zip(keys, tokens, taken, strict=True)
+        ]
 
-    async def renew(self) -> None:
-        await self._script(RENEW, self.token, self.ttl_ms)
+    async def _ttls(self, keys: list[str]) -> list[int]:
+        if not keys:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.pttl(key)
+            return list(await pipe.execute())
 
-    async def release(self) -> None:
-        await self._script(RELEASE, self.token)
+    async def renew(self, locks: list[Lock]) -> None:
+        ours = [lock for lock in locks if lock.held is Held.OURS]
+        if ours:
+            await self._script(RENEW, [lock.key for lock in ours], self.ttl_ms, *[lock.token for lock in ours])
 
-    async def _script(self, script: str, *args: str | int) -> None:
+    async def release(self, locks: list[Lock]) -> None:
+        ours = [lock for lock in locks if lock.held is Held.OURS]
+        if ours:
+            await self._script(RELEASE, [lock.key for lock in ours], *[lock.token for lock in ours])
+
+    async def _script(self, script: str, keys: list[str], *args: str | int) -> None:
         try:
-            await self.redis.eval(script, 1, self.key, *args)
+            await self.redis.register_script(script)(keys, list(args))
         except (RedisError, OSError) as exc:
-            logger.warning("Redis unavailable for lock {}: {}", self.key, exc)
+            logger.warning("Redis unavailable for {} job lock(s): {}", len(keys), exc)

@@ -1,12 +1,11 @@
 """Run one attempt of a job: validate the payload, call the handler, bound it by the timeout."""
 
 import asyncio
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.core.messages import dumps
+from app.core.messages import dumps, loads
 from app.handlers.base import JobContext
 from app.handlers.errors import JobTimeout, PermanentError
 from app.handlers.registry import get_job_type
@@ -30,6 +29,6 @@ async def run_attempt(ctx: JobContext, payload: Any, limit_seconds: float) -> An
             raise JobTimeout(f"attempt {ctx.attempt} ran past its {limit_seconds:g}s timeout") from exc
         raise
     try:
-        return json.loads(dumps(result))
+        return loads(dumps(result))
     except TypeError as exc:
         raise PermanentError(f"the handler's result is not JSON: {exc}") from exc

@@ -1,0 +1,72 @@
+"""The job path's group commits (rule 17): claims and outcomes of many messages, each batch one transaction,
+its Redis locks taken and released in one round trip, its events published together after the commit."""
+
+from dataclasses import dataclass
+
+from app.core.database import is_unreachable
+from app.core.group_commit import GroupCommit
+from app.core.names import Names
+from app.services.outbox import Outbox, Pending
+from app.workers.job_store import Claimed, Defer, JobStore, Outcome, ToDeadLetters, Verdict
+from app.workers.lock import Held, JobLocks, Lock
+
+ClaimOutcome = tuple[Verdict, Lock]
+
+
+@dataclass
+class JobBatches:
+    store: JobStore
+    locks: JobLocks
+    names: Names
+    outbox: Outbox
+    max_batch: int = 128
+
+    def __post_init__(self) -> None:
+        self.claims = GroupCommit("job-claims", self._claim, self.max_batch, is_unreachable)
+        self.finishes = GroupCommit("job-finishes", self._finish, self.max_batch, is_unreachable)
+
+    async def claim(self, job_id: str) -> ClaimOutcome:
+        """Lock and claim one job, batched with whatever else arrives meanwhile."""
+        return await self.claims.run(job_id)
+
+    async def finish(self, outcome: Outcome, lock: Lock) -> Pending | None:
+        """Record one run's outcome (None when fenced out) and release its lock, batched."""
+        return await self.finishes.run((outcome, lock))
+
+    async def _claim(self, job_ids: list[str]) -> list[ClaimOutcome]:
+        locks = await self.locks.acquire([self.names.job_lock_key(job_id) for job_id in job_ids])
+        verdicts: list[Verdict | None] = []
+        seen: set[str] = set()
+        for job_id, lock in zip(job_ids, locks, strict=True):
+            if lock.held is Held.THEIRS:
+                verdicts.append(Defer(lock.seconds_left))
+            elif job_id in seen:  # a duplicate message in the same batch (Redis down): the first one decides
+                verdicts.append(Defer(self.store.lease_seconds))
+            else:
+                seen.add(job_id)
+                verdicts.append(None)
+        try:
+            decided = iter(
+                await self.store.claim_many([j for j, v in zip(job_ids, verdicts, strict=True) if v is None])
+            )
+        except BaseException:
+            await self.locks.release(locks)
+            raise
+        final = [v if v is not None else next(decided) for v in verdicts]
+        await self.locks.release([lock for v, lock in zip(final, locks, strict=True) if not isinstance(v, Claimed)])
+        self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters) for p in v.events])
+        return list(zip(final, locks, strict=True))
+
+    async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
+        recorded = await self.store.finish_many([outcome for outcome, _ in items])
+        self.outbox.publish_soon([staged for staged in recorded if staged is not None])
+        await self.locks.release([lock for _, lock in items])
+        return recorded
+
+    def reopen(self) -> None:
+        self.claims.reopen()
+        self.finishes.reopen()
+
+    async def close(self) -> None:
+        await self.claims.close()
+        await self.finishes.close()
