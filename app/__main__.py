@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("dev", help="what `make run` does: check services, create dev keys, migrate, serve")
     worker = commands.add_parser("worker", help="run a worker process")
     worker.add_argument("kind", choices=["jobs", "webhooks"])
+    worker.add_argument(
+        "--processes", type=int, default=1, metavar="N", help="run N copies of the worker (default 1), say one per core"
+    )
     args = parser.parse_args(argv)
     try:
         settings = get_settings()
@@ -36,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         return dev()
     if args.command == "api":
         return serve(settings)
+    if args.processes < 1:
+        print("--processes must be 1 or more.", file=sys.stderr)
+        return 2
+    if args.processes > 1:
+        from app.workers.supervisor import supervise
+
+        return supervise(args.kind, args.processes)
     return run_worker(settings, args.kind)
 
 

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     artifact_dir: str = "./var/artifacts"
     retention_artifact_days: float = Field(default=30, gt=0)
 
+    # Crash points for the crash tests (app/core/failpoints.py); empty in every real deployment.
+    failpoints: str = ""
+
     @field_validator("webhook_retry_schedule")
     @classmethod
     def _schedule_is_numbers(cls, value: str) -> str:
@@ -84,6 +87,14 @@ class Settings(BaseSettings):
             raise ValueError("WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds, e.g. 5,300,1800") from exc
         if any(delay <= 0 for delay in delays):
             raise ValueError("WEBHOOK_RETRY_SCHEDULE delays must be positive")
+        return value
+
+    @field_validator("failpoints")
+    @classmethod
+    def _known_failpoints(cls, value: str) -> str:
+        from app.core.failpoints import Failpoints
+
+        Failpoints.parse(value)
         return value
 
     @property

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, insert, select, update
+from sqlalchemy import ColumnElement, Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import job_event
@@ -70,23 +70,31 @@ async def move_many(
         return []
     now = utcnow()
     by_id = {c.job["id"]: c for c in changes}
+    result = await conn.execute(compare_and_set(to, changes, now, where))
+    moved = [by_id[job_id] for job_id in result.scalars()]
+    afters = [{**c.job, **c.values, "status": str(to), "seq": c.job["seq"] + 1, "updated_at": now} for c in moved]
+    return await record(
+        conn, names, [(c.job["status"], after, c.detail) for c, after in zip(moved, afters, strict=True)]
+    )
+
+
+def compare_and_set(
+    to: JobStatus, changes: list[Change], now: datetime, where: tuple[ColumnElement[bool], ...] = ()
+) -> Update:
+    """The one UPDATE of `move_many`: each row to its own values, guarded by its own seq; RETURNING the ids."""
+    by_id = {c.job["id"]: c for c in changes}
     columns = {name for c in changes for name in c.values}
     assignments: dict[str, Any] = {
         name: per_row(JOBS.c.id, JOBS.c[name], {i: c.values.get(name, c.job.get(name)) for i, c in by_id.items()})
         for name in columns
     }
     seqs = {i: c.job["seq"] for i, c in by_id.items()}
-    result = await conn.execute(
+    return (
         update(JOBS)
         .where(JOBS.c.id.in_(list(by_id)), JOBS.c.seq == per_row(JOBS.c.id, JOBS.c.seq, seqs))
         .where(JOBS.c.status.in_([str(s) for s in sources_of(to)]), *where)
         .values(**assignments, status=str(to), seq=JOBS.c.seq + 1, updated_at=now)
         .returning(JOBS.c.id)
-    )
-    moved = [by_id[job_id] for job_id in result.scalars()]
-    afters = [{**c.job, **c.values, "status": str(to), "seq": c.job["seq"] + 1, "updated_at": now} for c in moved]
-    return await record(
-        conn, names, [(c.job["status"], after, c.detail) for c, after in zip(moved, afters, strict=True)]
     )
 
 

@@ -1,9 +1,10 @@
 """The job path's group commits (rule 17): claims and outcomes of many messages, each batch one transaction,
 its Redis locks taken and released in one round trip, its events published together after the commit."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.core.database import is_unreachable
+from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.names import Names
 from app.services.outbox import Outbox, Pending
@@ -20,6 +21,7 @@ class JobBatches:
     names: Names
     outbox: Outbox
     max_batch: int = 128
+    failpoints: Failpoints = field(default_factory=Failpoints)
 
     def __post_init__(self) -> None:
         self.claims = GroupCommit("job-claims", self._claim, self.max_batch, is_unreachable)
@@ -52,6 +54,7 @@ class JobBatches:
         except BaseException:
             await self.locks.release(locks)
             raise
+        self.failpoints.hit(Failpoint.AFTER_CLAIM_COMMIT)
         final = [v if v is not None else next(decided) for v in verdicts]
         await self.locks.release([lock for v, lock in zip(final, locks, strict=True) if not isinstance(v, Claimed)])
         self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters) for p in v.events])
@@ -59,6 +62,7 @@ class JobBatches:
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
         recorded = await self.store.finish_many([outcome for outcome, _ in items])
+        self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([staged for staged in recorded if staged is not None])
         await self.locks.release([lock for _, lock in items])
         return recorded

@@ -10,6 +10,8 @@ from loguru import logger
 
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
 from app.core.broker import Broker, Outgoing, PublishError
+from app.core.database import is_unreachable
+from app.core.failpoints import Failpoints
 from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
@@ -59,7 +61,8 @@ class JobWorker:
         names = self.resources.names
         self.store = JobStore(self.resources.engine, names, settings.lock_ttl_seconds)
         self.locks = JobLocks(self.resources.redis, round(settings.lock_ttl_seconds * 1000))
-        self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size)
+        failpoints = Failpoints.parse(settings.failpoints)
+        self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
@@ -166,7 +169,14 @@ class JobWorker:
         finally:
             self.leases.drop(job["id"])
         await self._judge(job["job_type"], None, probe)
-        staged = await self.batches.finish(succeeded(job, result), lock)
+        try:
+            staged = await self.batches.finish(succeeded(job, result), lock)
+        except Exception as exc:
+            if is_unreachable(exc):
+                raise  # the database is down: unacked, the message comes back and the job runs again
+            logger.error("job {}: its result could not be stored: {}", job["id"], exc)
+            await self._failed(message, job, lock, PermanentError(f"the result could not be stored: {exc}"))
+            return
         self.processed += 1
         await self._settle(message, staged, ack=True)
 

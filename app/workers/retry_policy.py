@@ -4,13 +4,16 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
+from enum import StrEnum
 from typing import Any
 
 from app.core.backoff import Tier, jittered_ms, tier_for_retry
 from app.handlers.errors import JobTimeout, PermanentError
 
 
-class DeadReason:
+class DeadReason(StrEnum):
+    """Why a job or a delivery was dead-lettered: the names stored in `dead_reason` and shown to clients."""
+
     RETRIES_EXHAUSTED = "retries_exhausted"
     PERMANENT_ERROR = "permanent_error"
     TIMEOUT = "timeout"

@@ -1,0 +1,55 @@
+"""`python -m app worker jobs --processes N`: N copies of one worker, so a worker uses more than one core.
+
+Each child is an ordinary worker process (its own connections, consumers and heartbeat); the parent only
+starts them, passes SIGTERM/SIGINT on (each child then stops gracefully, rule 9), starts again a child that
+died on its own, and exits when all have stopped. On Linux a child also dies with its parent (SIGKILL
+included), so killing the parent never leaves orphans consuming.
+"""
+
+import contextlib
+import ctypes
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from loguru import logger
+
+PR_SET_PDEATHSIG = 1
+RESTART_PAUSE = 1.0
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # no prctl: children outlive a SIGKILLed parent
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _spawn(kind: str) -> "subprocess.Popen[bytes]":
+    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    return subprocess.Popen([sys.executable, "-m", "app", "worker", kind], preexec_fn=preexec)
+
+
+def supervise(kind: str, processes: int) -> int:
+    """Run `processes` worker children until signalled; return the worst exit status among them."""
+    stopping = False
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    children = [_spawn(kind) for _ in range(processes)]
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    logger.info("supervising {} {} worker processes: {}", processes, kind, [c.pid for c in children])
+    while not stopping:
+        for i, child in enumerate(children):
+            if child.poll() is not None and not stopping:
+                logger.warning("{} worker {} exited with {}; starting another", kind, child.pid, child.returncode)
+                time.sleep(RESTART_PAUSE)
+                children[i] = _spawn(kind)
+        time.sleep(0.2)
+    return max(abs(child.wait()) for child in children)

@@ -1,0 +1,186 @@
+"""The job worker's set-based statements (rule 17) on PostgreSQL and SQLite, and rendered for MSSQL: one
+batch claims, judges and records many jobs, each row behind its own compare-and-set and fencing check."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from sqlalchemy import func, insert, select
+from sqlalchemy.dialects import mssql
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.database import make_engine
+from app.core.names import Names
+from app.core.statuses import JobStatus
+from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
+from app.services.outbox import Outbox
+from app.services.transitions import Change, compare_and_set
+from app.workers.job_batches import JobBatches
+from app.workers.job_store import (
+    CLAIM_QUEUED,
+    Claimed,
+    Defer,
+    Drop,
+    JobStore,
+    ToDeadLetters,
+    dead_lettered,
+    succeeded,
+)
+from app.workers.lock import Held, JobLocks
+from tests.conftest import NS, REDIS_URL, TEST_SETTINGS
+from tests.support import make_job
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
+    url = TEST_SETTINGS["database_url"] if request.param == "postgresql" else sqlite_url
+    db = make_engine(url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+def store(engine: AsyncEngine) -> JobStore:
+    return JobStore(engine, Names(NS), lease_seconds=30)
+
+
+async def add(engine: AsyncEngine, *jobs: dict[str, Any]) -> list[str]:
+    async with engine.begin() as conn:
+        await conn.execute(insert(JOBS), list(jobs))
+    return [job["id"] for job in jobs]
+
+
+async def row(engine: AsyncEngine, job_id: str) -> dict[str, Any]:
+    async with engine.connect() as conn:
+        return dict((await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).one()._mapping)
+
+
+async def trail(engine: AsyncEngine, job_id: str) -> list[str]:
+    query = select(JOB_EVENTS.c.event).where(JOB_EVENTS.c.job_id == job_id).order_by(JOB_EVENTS.c.id)
+    async with engine.connect() as conn:
+        return list((await conn.execute(query)).scalars())
+
+
+async def test_one_batch_claims_every_queued_job_and_stages_their_events(engine: AsyncEngine) -> None:
+    ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(20)))
+    async with engine.connect() as conn:
+        outbox_before = (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one()
+    verdicts = await store(engine).claim_many(ids)
+    assert all(isinstance(v, Claimed) for v in verdicts)
+    claimed = [v.job for v in verdicts if isinstance(v, Claimed)]
+    assert [j["id"] for j in claimed] == ids  # request order
+    assert {(j["status"], j["attempts"], j["runs"], j["seq"]) for j in claimed} == {("running", 1, 1, 2)}
+    stored = await row(engine, ids[0])
+    assert (stored["status"], stored["runs"], stored["seq"]) == ("running", 1, 2)
+    assert await trail(engine, ids[0]) == ["running"]
+    async with engine.connect() as conn:
+        outbox_after = (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one()
+    assert outbox_after - outbox_before == 20  # one running event each, staged in the claim's transaction
+    again = await store(engine).claim_many(ids[:3])
+    assert all(isinstance(v, Defer) and 29 < v.seconds <= 30 for v in again)  # leased now: rule 4
+
+
+async def test_one_batch_judges_every_kind_of_job_as_rule_4_says(engine: AsyncEngine) -> None:
+    past, future = NOW - timedelta(seconds=5), NOW + timedelta(seconds=60)
+    jobs = {
+        "done": make_job(status="succeeded", seq=3),
+        "dead": make_job(status="dead_lettered", seq=3),
+        "cancelled": make_job(status="cancelled", seq=1),
+        "not_due": make_job(status="retrying", seq=4, attempts=1, runs=1, next_attempt_at=future),
+        "due": make_job(status="retrying", seq=4, attempts=1, runs=1, next_attempt_at=past),
+        "expired": make_job(status="running", seq=2, attempts=1, runs=1, lease_until=past),
+        "spent": make_job(status="running", seq=2, attempts=1, runs=1, max_retries=0, lease_until=past),
+        "pending": make_job(status="pending"),
+    }
+    await add(engine, *jobs.values())
+    order = [*jobs, "missing"]
+    ids = [jobs[name]["id"] if name in jobs else "no-such-job" for name in order]
+    verdicts = dict(zip(order, await store(engine).claim_many(ids), strict=True))
+    assert isinstance(verdicts["done"], Drop) and isinstance(verdicts["cancelled"], Drop)
+    assert isinstance(verdicts["missing"], Drop)
+    assert verdicts["dead"] == ToDeadLetters([])
+    assert isinstance(verdicts["not_due"], Defer) and verdicts["not_due"].seconds > 50
+    for name in ("due", "expired"):
+        taken = verdicts[name]
+        assert isinstance(taken, Claimed) and (taken.job["runs"], taken.job["attempts"]) == (2, 2)
+    spent = verdicts["spent"]
+    assert isinstance(spent, ToDeadLetters) and len(spent.events) == 1
+    spent_row = await row(engine, jobs["spent"]["id"])
+    assert (spent_row["status"], spent_row["dead_reason"], spent_row["runs"]) == ("dead_lettered", "worker_lost", 1)
+    pending = verdicts["pending"]
+    assert isinstance(pending, Claimed) and len(pending.events) == 2  # queued, then running
+    assert await trail(engine, jobs["pending"]["id"]) == ["queued", "running"]
+
+
+async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(engine: AsyncEngine) -> None:
+    ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(3)))
+    claimed = [v.job for v in await store(engine).claim_many(ids) if isinstance(v, Claimed)]
+    # Another worker took the third job over (its lease expired): runs moved on, our token is stale.
+    taken_over = {**claimed[2], "runs": claimed[2]["runs"] + 1}
+    async with engine.begin() as conn:
+        await conn.execute(JOBS.update().where(JOBS.c.id == ids[2]).values(runs=taken_over["runs"]))
+    error = {"type": "ValueError", "message": "no"}
+    outcomes = [succeeded(claimed[0], {"ok": 1}), dead_lettered(claimed[1], error, "permanent_error")]
+    recorded = await store(engine).finish_many([*outcomes, succeeded(claimed[2], {"late": True})])
+    assert [staged is not None for staged in recorded] == [True, True, False]
+    first, second, third = [await row(engine, job_id) for job_id in ids]
+    assert (first["status"], first["result"], first["seq"]) == ("succeeded", {"ok": 1}, 3)
+    assert (second["status"], second["dead_reason"], second["error"]) == ("dead_lettered", "permanent_error", error)
+    assert (third["status"], third["result"]) == ("running", None)
+    assert await trail(engine, ids[0]) == ["running", "succeeded"]
+
+
+async def test_a_batch_with_one_unstorable_result_fails_only_that_job(engine: AsyncEngine) -> None:
+    redis = Redis.from_url(REDIS_URL)
+    names = Names(NS)
+    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10)  # type: ignore[arg-type]
+    batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
+    try:
+        ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(4)))
+        claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
+        assert all(isinstance(v, Claimed) and lock.held is Held.OURS for v, lock in claims)
+        assert batches.claims.batches == 1  # four claims, one transaction
+        results: list[Any] = [{"n": 1}, {"n": 2}, {"bad": {1, 2}}, {"n": 4}]  # a set is not JSON
+        finishing = [
+            batches.finish(succeeded(v.job, result), lock)
+            for (v, lock), result in zip(claims, results, strict=True)
+            if isinstance(v, Claimed)
+        ]
+        outcomes = await asyncio.gather(*finishing, return_exceptions=True)
+        assert [isinstance(o, Exception) for o in outcomes] == [False, False, True, False]
+        statuses = [(await row(engine, job_id))["status"] for job_id in ids]
+        assert statuses == ["succeeded", "succeeded", "running", "succeeded"]
+        assert batches.finishes.batches == 5  # the batch of four failed, then each item alone
+        assert await redis.exists(*(names.job_lock_key(job_id) for job_id in ids)) == 1  # only the failed one's
+    finally:
+        await redis.delete(*(names.job_lock_key(job_id) for job_id in ids))
+        await redis.aclose()
+
+
+class _NoBroker:
+    """Stands in for the broker where a test needs no message to leave: every publish fails as if it were down."""
+
+    async def publish_many(self, messages: list[Any]) -> list[Exception]:
+        return [RuntimeError("no broker in this test") for _ in messages]
+
+
+def _mssql(statement: Any) -> str:
+    return str(statement.compile(dialect=mssql.dialect(), compile_kwargs={"render_postcompile": True}))
+
+
+def test_the_batch_statements_render_for_mssql_with_output_instead_of_returning() -> None:
+    claim = str(CLAIM_QUEUED.compile(dialect=mssql.dialect()))
+    assert "OUTPUT inserted.id" in claim and "RETURNING" not in claim
+    assert "jobs.id IN (__[POSTCOMPILE_ids])" in claim and "coalesce(jobs.started_at" in claim.lower()
+    jobs = [make_job(status="running", seq=s, runs=1) for s in (2, 5)]
+    values = [{"result": {"n": i}} for i in range(2)]
+    cas = _mssql(compare_and_set(JobStatus.SUCCEEDED, [Change(j, v) for j, v in zip(jobs, values, strict=True)], NOW))
+    assert "OUTPUT inserted.id" in cas and "RETURNING" not in cas
+    assert cas.count("CASE jobs.id") == 2  # the per-row result and the per-row seq guard
+    assert "SKIP LOCKED" not in cas.upper()
