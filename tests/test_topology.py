@@ -96,3 +96,44 @@ async def test_an_unroutable_publish_is_an_error_not_a_loss() -> None:
             await publisher.publish(Outgoing(topology.names.jobs_exchange, "no-such-lane", b"{}"))
     finally:
         await publisher.close()
+
+
+def _event_bindings(queue: str, exchange: str) -> set[str]:
+    out = subprocess.run(
+        ["rabbitmqctl", "list_bindings", "source_name", "destination_name", "routing_key", "--formatter", "json", "-q"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return {
+        b["routing_key"] for b in json.loads(out) if b["source_name"] == exchange and b["destination_name"] == queue
+    }
+
+
+async def test_only_subscribable_events_reach_the_fan_out_and_the_rest_publish_without_error(
+    broker: BrokerProbe,
+) -> None:
+    topology = build_topology(make_settings())
+    names = topology.names
+    bound = await asyncio.to_thread(_event_bindings, names.webhook_events_queue, names.events_exchange)
+    assert bound == {"job.*.succeeded", "job.*.dead_lettered", "job.*.retrying", "job.*.cancelled"}
+    publisher = Broker(RABBITMQ_URL, topology, publish_timeout=5, name="test-events")
+    await publisher.start(wait=10)
+    try:
+        await broker.purge(names.webhook_events_queue)
+        # Published/subscribe (rule 1): nobody binds `running`, yet the publish is confirmed, not returned.
+        for status in ("running", "succeeded"):
+            body = json.dumps({"type": f"job.{status}"}).encode()
+            await publisher.publish(
+                Outgoing(names.events_exchange, names.event_key("echo", status), body, mandatory=False)
+            )
+        await wait_for(lambda: _depth_is(broker, names.webhook_events_queue, 1), within=10)
+        (only,) = await broker.take_all(names.webhook_events_queue)
+        assert json.loads(only.body) == {"type": "job.succeeded"}
+    finally:
+        await publisher.close()
+
+
+async def _depth_is(broker: BrokerProbe, queue: str, count: int) -> bool:
+    return await broker.depth(queue) == count
