@@ -1,0 +1,56 @@
+"""`python -m app worker jobs --processes N`: N worker processes under one parent, stopped together."""
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.core.names import Lane
+from tests.conftest import make_settings, settings_env
+from tests.support import ROOT, Api, BrokerProbe, app_process, until_status, wait_for
+
+pytestmark = pytest.mark.slow
+
+LANES = {"job_consumers_default": 2, "job_consumers_critical": 0, "job_consumers_bulk": 0}
+
+
+async def consumers_are(broker: BrokerProbe, count: int) -> bool:
+    return await broker.consumers(broker.topology.names.lane_queue(Lane.DEFAULT)) == count
+
+
+async def test_two_processes_consume_together_and_stop_together_on_sigterm(
+    api: Api, broker: BrokerProbe, tmp_path: Path
+) -> None:
+    headers = await api.new_client("procs-term")
+    env = settings_env(make_settings(**LANES))
+    with app_process(["worker", "jobs", "--processes", "2"], env, tmp_path / "w.log") as parent:
+        await wait_for(lambda: consumers_are(broker, 4), within=30)  # 2 consumers in each of 2 processes
+        ids = [(await api.submit(headers, job_type="echo", payload={"n": n})).json()["id"] for n in range(10)]
+        for job_id in ids:
+            assert (await until_status(api, headers, job_id, 20))["status"] == "succeeded", parent.output()
+        assert await asyncio.to_thread(parent.terminate, 30) == 0, parent.output()
+    await wait_for(lambda: consumers_are(broker, 0), within=15)
+
+
+async def test_children_die_with_a_killed_parent(broker: BrokerProbe, tmp_path: Path) -> None:
+    env = settings_env(make_settings(**LANES))
+    with app_process(["worker", "jobs", "--processes", "2"], env, tmp_path / "w.log") as parent:
+        await wait_for(lambda: consumers_are(broker, 4), within=30)
+        parent.kill()
+    await wait_for(lambda: consumers_are(broker, 0), within=15)
+
+
+def test_a_process_count_below_one_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    env = settings_env(make_settings())
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "worker", "jobs", "--processes", "0"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--processes must be 1 or more" in done.stderr
