@@ -16,6 +16,7 @@ from app.core.ssrf import UnsafeURL
 from app.handlers.registry import JOB_TYPES
 
 DB_RETRY_AFTER = 5
+MAX_NAMED_FIELDS = 10  # in a 422's sentence; `errors` lists them all
 
 
 class ApiError(Exception):
@@ -30,14 +31,29 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"No {what} with that id.")
 
 
-def validation_errors(errors: list[Any], prefix: tuple[str, ...] = ("body",)) -> ApiError:
+Loc = tuple[str | int, ...]
+
+
+def validation_errors(errors: list[Any], prefix: Loc = ("body",)) -> ApiError:
     """A 422 that names each bad field, keeping FastAPI's field list under `errors`."""
-    cleaned = [_clean(error, prefix) for error in errors]
-    fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in cleaned)
+    return invalid(clean_errors(errors, prefix))
+
+
+def invalid(cleaned: list[dict[str, Any]]) -> ApiError:
+    """A 422 from errors already in our shape (see `clean_errors`)."""
+    named = [".".join(str(p) for p in e["loc"]) for e in cleaned]
+    fields = ", ".join(named[:MAX_NAMED_FIELDS])
+    if len(named) > MAX_NAMED_FIELDS:
+        fields += f" and {len(named) - MAX_NAMED_FIELDS} more (see `errors`)"
     return ApiError(422, "validation_error", f"The request is not valid: {fields}.", errors=cleaned)
 
 
-def _clean(error: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
+def clean_errors(errors: list[Any], prefix: Loc) -> list[dict[str, Any]]:
+    """Pydantic's errors as clients see them: each `loc` from `prefix` down, without the union's tags."""
+    return [_clean(error, prefix) for error in errors]
+
+
+def _clean(error: Any, prefix: Loc) -> dict[str, Any]:
     loc = list(error.get("loc", ()))
     if not loc and error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
         loc = ["job_type"]  # the request's own discriminator, not one inside the payload

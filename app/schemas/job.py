@@ -3,6 +3,7 @@
 import functools
 import operator
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -80,3 +81,57 @@ class JobEventOut(BaseModel):
     event: str
     detail: dict[str, Any]
     created_at: datetime
+
+
+MAX_BATCH_JOBS = 500
+
+
+class Submitted(StrEnum):
+    """How far a submitted job got."""
+
+    CREATED = "created"  # saved and confirmed by the broker
+    PENDING = "pending"  # saved; the relay publishes it once the broker confirms
+    EXISTING = "existing"  # the same request under the same idempotency key: nothing new
+
+
+class BatchItemOut(BaseModel):
+    """One job of a batch, in the place its request had."""
+
+    outcome: Submitted = Field(
+        description="`created`: saved and confirmed by the broker; `pending`: saved, published once the broker is "
+        "back (as a single submit's 202); `existing`: an earlier job with this idempotency key and request "
+        "(as a single submit's 200)."
+    )
+    job: JobOut
+
+
+class BatchOut(BaseModel):
+    """The answer to a batch: every job, in request order."""
+
+    items: list[BatchItemOut]
+
+
+# The body of POST /jobs/batch as OpenAPI shows it; items are validated one by one (each error names its index).
+BATCH_REQUEST_SCHEMA: dict[str, Any] = {
+    "title": "BatchRequest",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["jobs"],
+    "properties": {
+        "jobs": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_BATCH_JOBS,
+            "items": {"$ref": "#/components/schemas/JobRequest"},
+            "description": "Each item as the body of POST /api/v1/jobs, with its own `idempotency_key`.",
+        }
+    },
+}
+
+
+class BatchEnvelope(BaseModel):
+    """The batch around its items; each item is checked on its own against JobRequest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[Any] = Field(min_length=1, max_length=MAX_BATCH_JOBS)

@@ -1,82 +1,78 @@
-"""Confirmed submits, in batches: once the broker has a job's message, the job moves pending -> queued and
-its outbox row goes. Many submits share one transaction, off the request's critical path; until it commits a
-job reads `pending` (a worker that gets there first claims it from `pending` all the same)."""
+"""Confirmed submits, in group commits: once the broker has a job's message, the job moves pending -> queued and
+its outbox row goes. Off the request's critical path, many submits share one transaction: one UPDATE moves them
+all (`transitions.queue_many`, which also stages their `queued` events), one DELETE drops their outbox rows.
+Until it commits a job reads `pending` (a worker that gets there first claims it from `pending` all the same)."""
 
 import asyncio
-from dataclasses import dataclass, field
+from datetime import datetime
 
 from loguru import logger
-from sqlalchemy import insert, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.database import is_unreachable
-from app.core.messages import job_event
+from app.core.group_commit import GroupCommit
 from app.core.names import Names
 from app.core.statuses import JobStatus
-from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
-from app.services.transitions import Row
+from app.services.transitions import Row, queue_many
 
-MAX_BATCH = 500
-LINGER_SECONDS = 0.002  # how long the first confirmation waits for company
+Confirmed = list[tuple[Row, Pending]]  # jobs whose messages the broker confirmed, with their outbox rows
+
+MAX_GROUPS = 64  # submit batches per transaction
+ROWS_PER_STATEMENT = 500  # keeps every IN list within MSSQL's 2,100 parameters
 
 
-@dataclass
+def as_queued(job: Row, now: datetime | None = None) -> Row:
+    """A confirmed job as it is about to be: queued."""
+    return {**job, "status": str(JobStatus.QUEUED), "seq": job["seq"] + 1, "updated_at": now or utcnow()}
+
+
 class Confirmations:
-    engine: AsyncEngine
-    outbox: Outbox
-    names: Names
-    _waiting: list[tuple[Row, Pending]] = field(default_factory=list)
-    _flusher: "asyncio.Task[None] | None" = None
+    """Applies confirmed submits in the background, in group commits; the relay heals what fails."""
 
-    def add(self, job: Row, staged: Pending) -> Row:
-        """Record that the broker confirmed this job; return it as it is about to be (queued)."""
-        self._waiting.append((job, staged))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="confirmations")
-        return _queued(job, utcnow())
+    def __init__(self, engine: AsyncEngine, outbox: Outbox, names: Names) -> None:
+        self._engine = engine
+        self._outbox = outbox
+        self._names = names
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.commit: GroupCommit[Confirmed, None] = GroupCommit(
+            "confirmations", self._apply, MAX_GROUPS, systemic=is_unreachable
+        )
 
-    async def _flush(self) -> None:
-        await asyncio.sleep(LINGER_SECONDS)
-        while self._waiting:
-            batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
-            try:
-                await self.outbox.publish(await self._apply(batch))
-            except Exception as exc:  # the relay republishes the rows; workers claim from pending anyway
-                level = "WARNING" if is_unreachable(exc) else "ERROR"
-                logger.opt(exception=level == "ERROR").log(
-                    level, "could not mark {} job(s) queued: {}", len(batch), exc
-                )
+    def add(self, confirmed: Confirmed) -> None:
+        """Record that the broker has these jobs' messages; applied soon, off the caller's path."""
+        task = asyncio.create_task(self._confirm(confirmed), name="confirmations")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    async def _apply(self, batch: list[tuple[Row, Pending]]) -> list[Pending]:
-        now = utcnow()
-        jobs = {job["id"]: job for job, _ in batch}
-        async with self.engine.begin() as conn:
-            moved = await conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id.in_(list(jobs)), JOBS.c.status == JobStatus.PENDING, JOBS.c.seq == 0)
-                .values(status=str(JobStatus.QUEUED), seq=1, updated_at=now)
-                .returning(JOBS.c.id)
+    async def _confirm(self, confirmed: Confirmed) -> None:
+        try:
+            await self.commit.run(confirmed)
+        except Exception as exc:  # the relay republishes the rows and queues the jobs; workers claim from pending
+            level = "WARNING" if is_unreachable(exc) else "ERROR"
+            logger.opt(exception=level == "ERROR").log(
+                level, "could not mark {} job(s) queued: {}", len(confirmed), exc
             )
-            queued = [_queued(jobs[job_id], now) for job_id in moved.scalars()]
-            if queued:
-                trail = {"from": str(JobStatus.PENDING), "to": str(JobStatus.QUEUED), "attempt": 0}
-                await conn.execute(
-                    insert(JOB_EVENTS),
-                    [{"job_id": j["id"], "event": "queued", "detail": trail, "created_at": now} for j in queued],
-                )
-            events = [job_event(self.names, job, now) for job in queued]
-            staged = await outbox_rows.add_many(conn, events)
-            await conn.execute(OUTBOX.delete().where(OUTBOX.c.id.in_([p.id for _, p in batch])))
-        return staged
+
+    async def _apply(self, groups: list[Confirmed]) -> list[None]:
+        confirmed = [one for group in groups for one in group]
+        events: list[Pending] = []
+        async with self._engine.begin() as conn:
+            for start in range(0, len(confirmed), ROWS_PER_STATEMENT):
+                events += await self._queue(conn, confirmed[start : start + ROWS_PER_STATEMENT])
+        if events:
+            self._outbox.publish_soon(events)
+        return [None] * len(groups)
+
+    async def _queue(self, conn: AsyncConnection, confirmed: Confirmed) -> list[Pending]:
+        moved = await queue_many(conn, self._names, [job for job, _ in confirmed])
+        await outbox_rows.drop(conn, [staged.id for _, staged in confirmed])
+        return [event for _, event in moved]
 
     async def close(self) -> None:
         """Apply what is waiting (shutdown)."""
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
-
-
-def _queued(job: Row, now: object) -> Row:
-    return {**job, "status": str(JobStatus.QUEUED), "seq": 1, "updated_at": now}
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.commit.close()

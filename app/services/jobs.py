@@ -1,50 +1,29 @@
-"""Jobs as the API serves them: submit (save, publish, confirm), read, list, audit trail."""
+"""Jobs as the API serves them: submit (idempotency, save, publish), read, list, audit trail."""
 
-import hashlib
-import json
-import uuid
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from loguru import logger
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.broker import Broker, PublishError
-from app.core.messages import JobMessage, job_outgoing
+from app.core.broker import Broker
 from app.core.names import Names
-from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
-from app.models.types import utcnow
-from app.schemas.job import JobOptions
-from app.services import outbox as outbox_rows
-from app.services.confirmations import Confirmations
-from app.services.idempotency import IdempotencyCache
+from app.schemas.job import JobOptions, Submitted
+from app.services.confirmations import Confirmations, as_queued
+from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import newest_first
+from app.services.submit import Draft, Filed, Submitter, insert_drafts, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row, audit
+from app.services.transitions import Row
 
-INSERT_JOB = insert(JOBS)
-
-
-class Submitted(StrEnum):
-    CREATED = "created"  # saved and confirmed by the broker
-    PENDING = "pending"  # saved; the relay publishes it once the broker confirms
-    EXISTING = "existing"  # the same request under the same idempotency key: nothing new
+__all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 
 
-class IdempotencyConflict(Exception):
-    """The idempotency key was used before for a different request."""
-
-
-def request_hash(request: JobOptions) -> str:
-    """What "the same request" means: these six fields, canonically serialised."""
-    fields = request.model_dump(mode="json", include={"job_type", "payload", "priority", "max_retries"})
-    fields.update(callback_url=request.callback_url, timeout_seconds=request.timeout_seconds)
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+Outcomes = dict[int, tuple[Row, Submitted]]  # item index -> the job and how far it got
 
 
 @dataclass
@@ -59,89 +38,88 @@ class JobService:
 
     def __post_init__(self) -> None:
         self.confirmations = Confirmations(self.engine, self.outbox, self.names)
+        self.submitter = Submitter(self.engine, self.broker, self.confirmations)
 
     async def submit(self, principal: Principal, request: JobOptions, request_id: str | None) -> tuple[Row, Submitted]:
         """Save the job and stage its message, then publish it; say how far it got."""
-        digest = request_hash(request)
-        key = request.idempotency_key
-        if key and (earlier := await self._seen_before(principal, key, digest)):
-            return earlier, Submitted.EXISTING
-        try:
-            job, staged = await self._save(principal, request, request_id, digest)
-        except IntegrityError:
-            # Another submit with the same key won the race; the unique index is the safety net.
-            earlier = await self._earlier(principal, key or "", digest)
-            if earlier is None:
-                raise
-            return earlier, Submitted.EXISTING
-        if key and self.idempotency is not None:
-            await self.idempotency.remember(principal.client_id, key, digest, job["id"])
-        try:
-            await self.broker.publish(staged.message)
-        except PublishError as exc:
-            logger.warning("job {} saved as pending, the relay will publish it: {}", job["id"], exc)
-            return job, Submitted.PENDING
-        return self.confirmations.add(job, staged), Submitted.CREATED
+        return (await self.submit_many(principal, [request], request_id))[0]
 
-    async def _seen_before(self, principal: Principal, key: str, digest: str) -> Row | None:
-        """Redis first (one round trip when the key is new); the database when Redis knows of a request."""
+    async def submit_many(
+        self, principal: Principal, requests: Sequence[JobOptions], request_id: str | None
+    ) -> list[tuple[Row, Submitted]]:
+        """Save every job of one request or none, then publish them with their confirms awaited together; return
+        each job and how far it got, in request order. An idempotency key used for another request raises."""
+        client = principal.client_id
+        drafts = new_drafts(self.names, client, requests, request_id)
+        repeats = repeated_keys(drafts)
+        unique = [d for d in drafts if d.index not in repeats]
+        keyed = [d for d in unique if d.key is not None]
+        seen = await self._claim(client, keyed)
+        try:
+            outcomes = await self._save_new(client, unique, await self._known(client, keyed, seen))
+        except Exception:
+            await self._release(client, [d for d, held in zip(keyed, seen, strict=True) if held is None])
+            raise
+        if self.idempotency is not None:
+            await self.idempotency.remember_many(client, [(d, outcomes[d.index][0]["id"]) for d in keyed])
+        for index, first in repeats.items():
+            outcomes[index] = (outcomes[first][0], Submitted.EXISTING)
+        return [outcomes[d.index] for d in drafts]
+
+    async def _claim(self, client_id: str, keyed: list[Draft]) -> list[Seen | None]:
         if self.idempotency is None:
-            return await self._earlier(principal, key, digest)
-        seen = await self.idempotency.claim(principal.client_id, key, digest)
-        if seen is None:
-            return None  # ours now, or Redis is down: the unique index still catches a duplicate
-        if seen.digest != digest:
-            raise IdempotencyConflict(key)
-        if seen.job_id and (job := await self.get(principal, seen.job_id)):
-            return job
-        return await self._earlier(principal, key, digest)  # the other request is still being saved
+            return [None] * len(keyed)
+        return await self.idempotency.claim_many(client_id, keyed)
 
-    async def _earlier(self, principal: Principal, key: str, digest: str) -> Row | None:
-        query = select(JOBS).where(JOBS.c.client_id == principal.client_id, JOBS.c.idempotency_key == key)
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        if row is None:
-            return None
-        if row.request_hash != digest:
-            raise IdempotencyConflict(key)
-        return dict(row._mapping)
+    async def _release(self, client_id: str, claimed: list[Draft]) -> None:
+        if self.idempotency is not None:
+            await self.idempotency.release(client_id, claimed)
+
+    async def _known(self, client_id: str, keyed: list[Draft], seen: list[Seen | None]) -> dict[int, Row]:
+        """Earlier jobs these keys name. Redis first (nothing more when the keys are new); the database when Redis
+        knows of a request, or cannot say."""
+        if self.idempotency is None:
+            return await earlier_jobs(self.engine, client_id, keyed)
+        asked = []
+        for draft, held in zip(keyed, seen, strict=True):
+            if held is None:
+                continue  # ours now, or Redis is down: the unique index still catches a duplicate
+            if held.digest != draft.digest:
+                raise IdempotencyConflict.of(draft)
+            asked.append(draft)
+        return await earlier_jobs(self.engine, client_id, asked)  # a job still being saved is not there yet
+
+    async def _save_new(self, client_id: str, drafts: list[Draft], known: dict[int, Row]) -> Outcomes:
+        """Save the drafts no earlier job stands for; when the unique index finds one after all, take it and retry."""
+        while new := [d for d in drafts if d.index not in known]:
+            try:
+                filed = await self.submitter.file(new)
+            except IntegrityError:
+                # Another submit saved one of these keys first (or Redis had forgotten it): the index caught it.
+                found = await earlier_jobs(self.engine, client_id, new)
+                if not found:
+                    raise
+                known = {**known, **found}
+                continue
+            if filed.conflict is not None:
+                raise IdempotencyConflict.of(filed.conflict)
+            return await _outcomes(filed, known)
+        return {index: (row, Submitted.EXISTING) for index, row in known.items()}
 
     async def _save(
         self, principal: Principal, request: JobOptions, request_id: str | None, digest: str
     ) -> tuple[Row, Pending]:
-        now = utcnow()
-        job: Row = {
-            "id": str(uuid.uuid4()),
-            "client_id": principal.client_id,
-            "job_type": request.job_type,
-            "status": str(JobStatus.PENDING),
-            "priority": request.priority,
-            "max_retries": request.max_retries,
-            "timeout_seconds": request.timeout_seconds,
-            "attempts": 0,
-            "runs": 0,
-            "seq": 0,
-            "payload": request.payload.model_dump(mode="json"),
-            "result": None,
-            "error": None,
-            "dead_reason": None,
-            "idempotency_key": request.idempotency_key,
-            "request_hash": digest,
-            "callback_url": request.callback_url,
-            "request_id": request_id,
-            "lease_until": None,
-            "next_attempt_at": None,
-            "created_at": now,
-            "updated_at": now,
-            "started_at": None,
-            "finished_at": None,
-        }
-        message = job_outgoing(self.names, JobMessage.from_row(job))
+        """Commit one job and its outbox row and publish nothing: what a submit leaves if its process dies then."""
+        [draft] = new_drafts(self.names, principal.client_id, [request], request_id)
+        draft = replace(draft, job={**draft.job, "request_hash": digest})
         async with self.engine.begin() as conn:
-            await conn.execute(INSERT_JOB, job)
-            await audit(conn, job["id"], "created", {"from": None, "to": job["status"], "attempt": 0}, now)
-            staged = await outbox_rows.add(conn, message, job_id=job["id"])
-        return job, staged
+            [staged] = await insert_drafts(conn, [draft])
+        return draft.job, staged
+
+    async def close(self) -> None:
+        """Finish the submits and confirmations in flight (shutdown)."""
+        await self.submitter.close()
+        await self.confirmations.close()
 
     async def get(self, principal: Principal, job_id: str) -> Row | None:
         """The job, if it exists and the caller may see it."""
@@ -167,3 +145,15 @@ class JobService:
         query = select(EVENTS.c.event, EVENTS.c.detail, EVENTS.c.created_at).where(EVENTS.c.job_id == job_id)
         async with self.engine.connect() as conn:
             return [dict(r._mapping) for r in await conn.execute(query.order_by(EVENTS.c.id))]
+
+
+async def _outcomes(filed: Filed, known: dict[int, Row]) -> Outcomes:
+    """Per item: an earlier job, or a new one (created once the broker confirmed it, pending if not)."""
+    published = await filed.published()
+    outcomes: Outcomes = {index: (row, Submitted.EXISTING) for index, row in {**known, **filed.repeats}.items()}
+    for draft in filed.inserted:
+        if published.get(draft.job["id"]):
+            outcomes[draft.index] = (as_queued(draft.job), Submitted.CREATED)
+        else:
+            outcomes[draft.index] = (draft.job, Submitted.PENDING)
+    return outcomes

@@ -1,4 +1,5 @@
-"""Per-client rate limit on job submissions: a sliding window in Redis, decided by one atomic script."""
+"""Per-client rate limit on job submissions: a sliding window in Redis, decided by one atomic script.
+Every job counts, so a batch of 50 uses 50 of the minute's allowance (or, refused, none of it)."""
 
 import time
 import uuid
@@ -12,22 +13,25 @@ from app.core.names import Names
 
 WINDOW_SECONDS = 60.0
 
-# KEYS: the client's window (a sorted set of request times). ARGV: now, window, limit, member.
-# Returns {allowed (1/0), requests in the window after this one, seconds until the oldest leaves the window}.
+# KEYS: the client's window (a sorted set, one member per job). ARGV: now, window, limit, member prefix, jobs.
+# All the jobs are counted or none. Returns {allowed (1/0), jobs in the window after this request, seconds until
+# enough of them have left the window for a request of this size to fit (until the oldest leaves, once allowed)}.
 SLIDE = """
-local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, window, limit, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 redis.call('zremrangebyscore', KEYS[1], '-inf', now - window)
 local count = redis.call('zcard', KEYS[1])
 local allowed = 0
-if count < limit then
-  redis.call('zadd', KEYS[1], now, ARGV[4])
-  count = count + 1
+if count + n <= limit then
+  for i = 1, n do redis.call('zadd', KEYS[1], now, ARGV[4] .. ':' .. i) end
+  count = count + n
   allowed = 1
 end
 redis.call('expire', KEYS[1], math.ceil(window) + 1)
-local oldest = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+local leave = 1
+if allowed == 0 then leave = count + n - limit end
 local reset = window
-if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+local nth = redis.call('zrange', KEYS[1], leave - 1, leave - 1, 'WITHSCORES')
+if nth[2] then reset = tonumber(nth[2]) + window - now end
 return {allowed, count, tostring(reset)}
 """
 
@@ -59,8 +63,8 @@ class RateLimiter:
     per_minute: int
     _warned_at: float = 0.0
 
-    async def check(self, client_id: str) -> Decision | None:
-        """Count this request against the client's window; None when Redis is down (fail open)."""
+    async def check(self, client_id: str, jobs: int = 1) -> Decision | None:
+        """Count this request's jobs against the client's window, all or none; None when Redis is down (fail open)."""
         try:
             allowed, count, reset = await self.redis.eval(
                 SLIDE,
@@ -70,6 +74,7 @@ class RateLimiter:
                 WINDOW_SECONDS,
                 self.per_minute,
                 uuid.uuid4().hex,
+                jobs,
             )
         except (RedisError, OSError) as exc:
             if time.monotonic() - self._warned_at > 10:  # one warning per 10 s, not one per request

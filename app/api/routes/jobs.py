@@ -1,22 +1,18 @@
-"""The jobs API: submit, read, list, audit trail."""
+"""The jobs API: submit one or a batch, read, list, audit trail."""
 
-import json
-import math
 from typing import Annotated, Any
 
 from asgi_correlation_id import correlation_id
 from fastapi import APIRouter, Header, Query, Request, Response
-from pydantic import ValidationError
 
+from app.api.admission import admit, batch_requests, batch_size, job_request, json_object, rate_limit
 from app.api.deps import PrincipalDep, StateDep
-from app.api.errors import ApiError, not_found, validation_errors
-from app.api.state import ApiState
+from app.api.errors import ApiError, not_found
 from app.core.statuses import JobStatus
-from app.schemas.job import JOB_REQUEST, JobEventOut, JobOut, JobPage
+from app.schemas.job import BATCH_REQUEST_SCHEMA, BatchItemOut, BatchOut, JobEventOut, JobOut, JobPage, Submitted
 from app.schemas.webhook import DeliveryOut
-from app.services.breakers import BreakerState
 from app.services.dlq import NotCancellable, NotDeadLettered
-from app.services.jobs import IdempotencyConflict, Submitted
+from app.services.jobs import IdempotencyConflict
 from app.services.pagination import BadCursor, encode
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -25,13 +21,15 @@ SUBMIT_STATUS = {Submitted.CREATED: 201, Submitted.PENDING: 202, Submitted.EXIST
 REQUEST_SCHEMA_REF = "#/components/schemas/JobRequest"
 
 
+def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
 @router.post(
     "",
     response_model=JobOut,
     status_code=201,
-    openapi_extra={
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REQUEST_SCHEMA_REF}}}}
-    },
+    openapi_extra=_json_body({"$ref": REQUEST_SCHEMA_REF}),
     responses={
         200: {"model": JobOut, "description": "The same request was sent before with this idempotency key."},
         202: {"model": JobOut, "description": "Saved as `pending`; published once the broker is back."},
@@ -50,62 +48,53 @@ async def submit_job(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> JobOut:
     """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable."""
-    await _rate_limit(state, principal.client_id, response)
-    data = await _json_object(request, state.resources.settings.max_body_bytes)
+    await rate_limit(state, principal.client_id, response)
+    data = await json_object(request, state.resources.settings.max_body_bytes)
     if idempotency_key and "idempotency_key" not in data:
         data["idempotency_key"] = idempotency_key
+    one = job_request(data)
+    await admit(state, [one])
     try:
-        job_request = JOB_REQUEST.validate_python(data)
-    except ValidationError as exc:
-        raise validation_errors(list(exc.errors())) from exc
-    circuit = await state.breakers.check(job_request.job_type)
-    if circuit.state is BreakerState.OPEN:
-        retry_after = str(max(1, math.ceil(circuit.retry_after)))
-        detail = f"Jobs of type {job_request.job_type} are failing; their circuit is open. Retry in {retry_after} s."
-        raise ApiError(503, "circuit_open", detail, headers={"Retry-After": retry_after})
-    if job_request.callback_url:
-        await state.webhooks.check_url(job_request.callback_url)  # the SSRF guard, before anything is saved
-    try:
-        job, outcome = await state.jobs.submit(principal, job_request, correlation_id.get())
+        job, outcome = await state.jobs.submit(principal, one, correlation_id.get())
     except IdempotencyConflict as exc:
         raise ApiError(
-            409, "idempotency_conflict", f"Idempotency key {exc} was already used for a different request."
+            409,
+            "idempotency_conflict",
+            f"Idempotency key {exc.key} was already used for a different request; use a new key for a new request.",
         ) from exc
     response.status_code = SUBMIT_STATUS[outcome]
     return JobOut.model_validate(job)
 
 
-async def _rate_limit(state: ApiState, client_id: str, response: Response) -> None:
-    """Every submit counts against the client's window; over it, 429 (Redis down: no limit, fail open)."""
-    decision = await state.limiter.check(client_id)
-    if decision is None:
-        return
-    if not decision.allowed:
-        detail = f"Over the limit of {decision.limit} job submissions per minute; retry after the Retry-After seconds."
-        raise ApiError(429, "rate_limited", detail, headers=decision.headers())
-    response.headers.update(decision.headers())
-
-
-async def _json_object(request: Request, limit: int) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
+@router.post(
+    "/batch",
+    response_model=BatchOut,
+    status_code=201,
+    openapi_extra=_json_body(BATCH_REQUEST_SCHEMA),
+    responses={
+        409: {"description": "An item's idempotency key was used for a different request (`index` names it)."},
+        413: {"description": "The body is over the batch size limit (`MAX_BATCH_BODY_BYTES`)."},
+        422: {"description": "Empty, over 500 jobs, or an invalid item: each error's `loc` starts body.jobs.<index>."},
+        429: {"description": "The batch would take the client over its rate limit (every job counts)."},
+        503: {"description": "The database is unreachable, or an item's job type has its circuit open."},
+    },
+)
+async def submit_batch(request: Request, response: Response, state: StateDep, principal: PrincipalDep) -> BatchOut:
+    """Submit 1-500 jobs at once, all or nothing: each item as in `POST /api/v1/jobs`, with its own
+    `idempotency_key`. Answers 201 with every job in request order, each `created`, `pending` or `existing`."""
+    data = await json_object(request, state.resources.settings.max_batch_body_bytes)
+    await rate_limit(state, principal.client_id, response, batch_size(data))
+    requests = batch_requests(data)
+    await admit(state, requests, batch=True)
     try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise ApiError(422, "invalid_json", f"The body is not valid JSON: {exc}.") from exc
-    if not isinstance(data, dict):
-        raise ApiError(422, "not_an_object", "The body must be a JSON object.")
-    return data
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes.")
+        placed = await state.jobs.submit_many(principal, requests, correlation_id.get())
+    except IdempotencyConflict as exc:
+        detail = (
+            f"Item {exc.index}'s idempotency key {exc.key} was already used for a different request, so nothing "
+            "in this batch was saved; give that item a new key, or send it as it was first sent."
+        )
+        raise ApiError(409, "idempotency_conflict", detail, index=exc.index) from exc
+    return BatchOut(items=[BatchItemOut(outcome=outcome, job=JobOut.model_validate(job)) for job, outcome in placed])
 
 
 @router.get("", response_model=JobPage)

@@ -1,0 +1,135 @@
+"""What a submit passes before anything is saved: the rate limit, the body's size and shape, each job's fields,
+its job type's circuit and its callback URL's SSRF check. Each refusal is an ApiError saying what to do."""
+
+import asyncio
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import Request, Response
+from pydantic import ValidationError
+
+from app.api.errors import ApiError, clean_errors, invalid, validation_errors
+from app.api.state import ApiState
+from app.core.ssrf import UnsafeURL
+from app.schemas.job import JOB_REQUEST, MAX_BATCH_JOBS, BatchEnvelope, JobOptions
+from app.services.breakers import BreakerState
+from app.services.rate_limit import Decision
+
+
+async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: int = 1) -> None:
+    """Every job counts against the client's window, all or none; over it, 429 (Redis down: no limit, fail open)."""
+    decision = await state.limiter.check(client_id, jobs)
+    if decision is None:
+        return
+    if not decision.allowed:
+        raise ApiError(429, "rate_limited", _over_limit(decision, jobs), headers=decision.headers())
+    response.headers.update(decision.headers())
+
+
+def _over_limit(decision: Decision, jobs: int) -> str:
+    limit = f"the limit of {decision.limit} job submissions per minute"
+    if jobs > decision.limit:
+        return f"A batch of {jobs} jobs is over {limit} on its own; split it into batches of at most {decision.limit}."
+    if jobs > 1:
+        return (
+            f"A batch of {jobs} jobs would go over {limit} ({decision.remaining} left now); nothing was saved. "
+            "Retry after the Retry-After seconds, or send fewer jobs."
+        )
+    return f"Over {limit}; retry after the Retry-After seconds."
+
+
+async def json_object(request: Request, limit: int) -> dict[str, Any]:
+    """The body as a JSON object, read no further than `limit` bytes (413 past it, 422 when it is no object)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_json", f"The body is not valid JSON: {exc}.") from exc
+    if not isinstance(data, dict):
+        raise ApiError(422, "not_an_object", "The body must be a JSON object.")
+    return data
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes; send less in one request.")
+
+
+def job_request(data: dict[str, Any]) -> JobOptions:
+    """One job request, checked against its job type's model."""
+    try:
+        return JOB_REQUEST.validate_python(data)
+    except ValidationError as exc:
+        raise validation_errors(list(exc.errors())) from exc
+
+
+def batch_size(data: dict[str, Any]) -> int:
+    """How many jobs a batch body asks for, as the rate limit counts them (a malformed batch counts as one)."""
+    jobs = data.get("jobs")
+    return len(jobs) if isinstance(jobs, list) and 0 < len(jobs) <= MAX_BATCH_JOBS else 1
+
+
+def batch_requests(data: dict[str, Any]) -> list[JobOptions]:
+    """Every item of a batch, each checked on its own; one 422 names every bad field of every item."""
+    try:
+        envelope = BatchEnvelope.model_validate(data)
+    except ValidationError as exc:
+        raise validation_errors(list(exc.errors())) from exc
+    requests: list[JobOptions] = []
+    errors: list[dict[str, Any]] = []
+    for index, item in enumerate(envelope.jobs):
+        try:
+            requests.append(JOB_REQUEST.validate_python(item))
+        except ValidationError as exc:
+            errors += clean_errors(list(exc.errors()), ("body", "jobs", index))
+    if errors:
+        raise invalid(errors)
+    return requests
+
+
+async def admit(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:
+    """Refuse the whole request if any job type's circuit is open (503) or a callback URL is unsafe (422)."""
+    await _circuits_closed(state, requests, batch)
+    await _callbacks_safe(state, requests, batch)
+
+
+async def _circuits_closed(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
+    job_types = list(dict.fromkeys(request.job_type for request in requests))
+    circuits = await asyncio.gather(*(state.breakers.check(job_type) for job_type in job_types))
+    opened = [circuit for circuit in circuits if circuit.state is BreakerState.OPEN]
+    if not opened:
+        return
+    retry_after = str(max(1, math.ceil(max(circuit.retry_after for circuit in opened))))
+    names = ", ".join(circuit.job_type for circuit in opened)
+    detail = f"Jobs of type {names} are failing; their circuit is open. Retry in {retry_after} s."
+    if batch:
+        detail = (
+            f"Jobs of type {names} are failing; their circuit is open, so nothing in this batch was saved. "
+            f"Retry in {retry_after} s, or send the batch without them."
+        )
+    job_type_list = [circuit.job_type for circuit in opened]
+    raise ApiError(503, "circuit_open", detail, headers={"Retry-After": retry_after}, job_types=job_type_list)
+
+
+async def _callbacks_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
+    """The SSRF guard on each distinct callback URL, before anything is saved."""
+    first_use: dict[str, int] = {}
+    for index, request in enumerate(requests):
+        if request.callback_url:
+            first_use.setdefault(request.callback_url, index)
+    checks = await asyncio.gather(*(state.webhooks.check_url(url) for url in first_use), return_exceptions=True)
+    for index, outcome in zip(first_use.values(), checks, strict=True):
+        if isinstance(outcome, UnsafeURL) and batch:
+            loc = ["body", "jobs", index, "callback_url"]
+            errors = [{"type": "unsafe_url", "loc": loc, "msg": str(outcome)}]
+            raise ApiError(422, "unsafe_url", f"Item {index}: {outcome}", index=index, errors=errors)
+        if isinstance(outcome, BaseException):
+            raise outcome

@@ -1,0 +1,216 @@
+"""Saving submitted jobs in group commits (DESIGN.md rule 17).
+
+Concurrent single submits share one transaction: one multi-row INSERT each for their jobs, their `created`
+audit rows and their outbox rows. Right after the commit the batch's messages are published with their confirms
+awaited together, while the next batch fills; the confirmed jobs go on to `Confirmations` (pending -> queued).
+"""
+
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from loguru import logger
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.broker import Broker, Outgoing, PublishError
+from app.core.database import is_unreachable
+from app.core.group_commit import GroupCommit
+from app.core.messages import JobMessage, job_outgoing
+from app.core.names import Names
+from app.core.statuses import JobStatus
+from app.models.tables import JOB_EVENTS, JOBS
+from app.models.types import utcnow
+from app.schemas.job import JobOptions
+from app.services import outbox as outbox_rows
+from app.services.confirmations import Confirmations
+from app.services.outbox import Pending
+from app.services.transitions import Row
+
+# RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
+# driver's parameter limit) rather than one statement per row, on every dialect.
+INSERT_JOBS = insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True)
+INSERT_EVENTS = insert(JOB_EVENTS).returning(JOB_EVENTS.c.id, sort_by_parameter_order=True)
+CREATED = "created"  # the first event of every audit trail: the job's birth, not a status change
+MAX_SUBMITS_PER_COMMIT = 256
+
+Published = dict[str, bool]  # job id -> whether the broker confirmed its message
+
+
+def request_hash(request: JobOptions) -> str:
+    """What "the same request" means: these six fields, canonically serialised."""
+    fields = request.model_dump(mode="json", include={"job_type", "payload", "priority", "max_retries"})
+    fields.update(callback_url=request.callback_url, timeout_seconds=request.timeout_seconds)
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One job about to be saved: its row, its message, and its place in the caller's request."""
+
+    index: int
+    job: Row
+    message: Outgoing
+
+    @property
+    def key(self) -> str | None:
+        key: str | None = self.job["idempotency_key"]
+        return key
+
+    @property
+    def digest(self) -> str:
+        digest: str = self.job["request_hash"]
+        return digest
+
+
+def new_drafts(names: Names, client_id: str, requests: Sequence[JobOptions], request_id: str | None) -> list[Draft]:
+    """The rows and messages of one request's jobs; a microsecond apart, so newest-first lists keep their order."""
+    start = utcnow()
+    drafts = []
+    for index, request in enumerate(requests):
+        job = job_row(client_id, request, request_id, start + timedelta(microseconds=index))
+        drafts.append(Draft(index, job, job_outgoing(names, JobMessage.from_row(job))))
+    return drafts
+
+
+def job_row(client_id: str, request: JobOptions, request_id: str | None, now: datetime) -> Row:
+    """A new job's full row: `pending` until the broker confirms its message."""
+    return {
+        "id": str(uuid.uuid4()),
+        "client_id": client_id,
+        "job_type": request.job_type,
+        "status": str(JobStatus.PENDING),
+        "priority": request.priority,
+        "max_retries": request.max_retries,
+        "timeout_seconds": request.timeout_seconds,
+        "attempts": 0,
+        "runs": 0,
+        "seq": 0,
+        "payload": request.payload.model_dump(mode="json"),
+        "result": None,
+        "error": None,
+        "dead_reason": None,
+        "idempotency_key": request.idempotency_key,
+        "request_hash": request_hash(request),
+        "callback_url": request.callback_url,
+        "request_id": request_id,
+        "lease_until": None,
+        "next_attempt_at": None,
+        "created_at": now,
+        "updated_at": now,
+        "started_at": None,
+        "finished_at": None,
+    }
+
+
+async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Pending]:
+    """Jobs, their `created` audit rows and their outbox rows, one statement each, in the caller's transaction."""
+    await conn.execute(INSERT_JOBS, [d.job for d in drafts])
+    trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
+    events = [
+        {"job_id": d.job["id"], "event": CREATED, "detail": trail, "created_at": d.job["created_at"]} for d in drafts
+    ]
+    await conn.execute(INSERT_EVENTS, events)
+    return await outbox_rows.add_many(conn, [d.message for d in drafts], [d.job["id"] for d in drafts])
+
+
+@dataclass(frozen=True)
+class Filed:
+    """What one flush did with one request: all of its new jobs saved, or none of them."""
+
+    inserted: list[Draft] = field(default_factory=list)
+    # index -> a job another request of the same flush saved under the same key, for the same request
+    repeats: dict[int, Row] = field(default_factory=dict)
+    # an item whose key another request of the same flush holds for a different request: nothing saved
+    conflict: Draft | None = None
+    publishing: "asyncio.Task[Published] | None" = None
+
+    async def published(self) -> Published:
+        """Wait for this flush's publish (shielded: one caller leaving must not cancel it for the others)."""
+        return await asyncio.shield(self.publishing) if self.publishing is not None else {}
+
+
+def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
+    """Who inserts what in one flush: the first request with a (client, key) inserts it, a later one with the
+    same request gets that job, a later one with another request a conflict (and saves nothing at all)."""
+    holders: dict[tuple[str, str], Draft] = {}
+    filed = []
+    for drafts in orders:
+        mine: dict[tuple[str, str], Draft] = {}
+        repeats: dict[int, Row] = {}
+        conflict = None
+        for draft in drafts:
+            if draft.key is None:
+                continue
+            slot = (draft.job["client_id"], draft.key)
+            holder = holders.get(slot)
+            if holder is None:
+                mine[slot] = draft
+            elif holder.digest == draft.digest:
+                repeats[draft.index] = holder.job
+            else:
+                conflict = draft
+                break
+        if conflict is not None:
+            filed.append(Filed(conflict=conflict))
+            continue
+        holders.update(mine)
+        filed.append(Filed([d for d in drafts if d.index not in repeats], repeats))
+    return filed
+
+
+class Submitter:
+    """Saves requests' jobs, then publishes them: singles through one group commit, batches on their own."""
+
+    def __init__(self, engine: AsyncEngine, broker: Broker, confirmations: Confirmations) -> None:
+        self._engine = engine
+        self._broker = broker
+        self._confirmations = confirmations
+        self._publishing: set[asyncio.Task[Published]] = set()
+        self.commit: GroupCommit[list[Draft], Filed] = GroupCommit(
+            "submits", self._flush, MAX_SUBMITS_PER_COMMIT, systemic=is_unreachable
+        )
+
+    async def file(self, drafts: list[Draft]) -> Filed:
+        """Save one request's new jobs, all or none; an IntegrityError means a key was taken meanwhile."""
+        if len(drafts) > 1:
+            # A batch is a group commit of its own; sharing it would make every single submit wait on 500 rows.
+            return (await self._flush([drafts]))[0]
+        return await self.commit.run(drafts)
+
+    async def _flush(self, orders: list[list[Draft]]) -> list[Filed]:
+        filed = plan(orders)
+        fresh = [draft for one in filed for draft in one.inserted]
+        if not fresh:
+            return filed
+        async with self._engine.begin() as conn:
+            staged = await insert_drafts(conn, fresh)
+        task = asyncio.create_task(self._publish(list(zip(fresh, staged, strict=True))), name="submit-publish")
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+        return [replace(one, publishing=task) for one in filed]
+
+    async def _publish(self, saved: list[tuple[Draft, Pending]]) -> Published:
+        try:
+            errors = await self._broker.publish_many([staged.message for _, staged in saved])
+        except Exception as exc:  # the rows are committed: whatever went wrong here, the relay publishes them
+            logger.exception("publishing {} saved job(s) failed", len(saved))
+            errors = [PublishError(f"{type(exc).__name__}: {exc}")] * len(saved)
+        confirmed = [(draft.job, staged) for (draft, staged), e in zip(saved, errors, strict=True) if e is None]
+        if len(confirmed) < len(saved):
+            first = next(e for e in errors if e is not None)
+            logger.warning(
+                "{} job(s) saved as pending, the relay will publish them: {}", len(saved) - len(confirmed), first
+            )
+        if confirmed:
+            self._confirmations.add(confirmed)
+        return {draft.job["id"]: e is None for (draft, _), e in zip(saved, errors, strict=True)}
+
+    async def close(self) -> None:
+        """Flush what is waiting and let the publishes in flight finish."""
+        await self.commit.close()
+        await asyncio.gather(*self._publishing, return_exceptions=True)
