@@ -72,7 +72,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         await asyncio.gather(*(worker.stop() for worker in workers.values()))
-        await state.jobs.confirmations.close()
+        await state.jobs.close()
         await stop_task(relay)
         await outbox.flush()
         await resources.close()
