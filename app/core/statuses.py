@@ -38,3 +38,21 @@ def can_move(source: JobStatus, target: JobStatus) -> bool:
 def sources_of(target: JobStatus) -> list[JobStatus]:
     """Every status from which `target` may be reached, for compare-and-set WHERE clauses."""
     return [source for source, targets in TRANSITIONS.items() if target in targets]
+
+
+class TrailEvent(StrEnum):
+    """Audit-trail entries that are not a status change (those are named after the new status)."""
+
+    CREATED = "created"  # the job's first entry: saved, before any status change
+    REPLAYED = "replayed"  # sent back to work from the DLQ
+    DELIVERY = "delivery"  # one webhook delivery's outcome
+
+
+class WorkerState(StrEnum):
+    """A worker's state, as /ready and the workers API report it."""
+
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    DISABLED = "disabled"
+    FAILED = "failed"

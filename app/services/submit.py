@@ -22,7 +22,7 @@ from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus
+from app.core.statuses import JobStatus, TrailEvent
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
@@ -35,7 +35,6 @@ from app.services.transitions import Row
 # driver's parameter limit) rather than one statement per row, on every dialect.
 INSERT_JOBS = insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True)
 INSERT_EVENTS = insert(JOB_EVENTS).returning(JOB_EVENTS.c.id, sort_by_parameter_order=True)
-CREATED = "created"  # the first event of every audit trail: the job's birth, not a status change
 MAX_SUBMITS_PER_COMMIT = 256
 
 Published = dict[str, bool]  # job id -> whether the broker confirmed its message
@@ -112,7 +111,8 @@ async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[
     await conn.execute(INSERT_JOBS, [d.job for d in drafts])
     trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
     events = [
-        {"job_id": d.job["id"], "event": CREATED, "detail": trail, "created_at": d.job["created_at"]} for d in drafts
+        {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
+        for d in drafts
     ]
     await conn.execute(INSERT_EVENTS, events)
     return await outbox_rows.add_many(conn, [d.message for d in drafts], [d.job["id"] for d in drafts])

@@ -11,6 +11,7 @@ from loguru import logger
 
 from app.core.broker import Broker
 from app.core.resources import Resources
+from app.core.statuses import WorkerState
 from app.core.topology import QueueSpec
 
 REQUEUE_PAUSE = 1.0
@@ -35,7 +36,7 @@ class ConsumerGroup:
     handle: MessageHandler
     consumers: list[Consumer] = field(default_factory=list)
     inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
-    state: str = "stopped"
+    state: WorkerState = WorkerState.STOPPED
     failed: int = 0
 
     def __post_init__(self) -> None:
@@ -55,7 +56,7 @@ class ConsumerGroup:
         for queue_name, count in self.plan.items():
             for _ in range(count):
                 self.consumers.append(await self._consume(specs[queue_name]))
-        self.state = "running"
+        self.state = WorkerState.RUNNING
         logger.info("{} consuming: {}", self.name, self.plan)
 
     async def _consume(self, spec: QueueSpec) -> Consumer:
@@ -103,4 +104,4 @@ class ConsumerGroup:
             await asyncio.gather(*pending, return_exceptions=True)
         await self.intake.close()
         self.consumers.clear()
-        self.state = "stopped"
+        self.state = WorkerState.STOPPED

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
+from app.core.statuses import TrailEvent
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
@@ -113,7 +114,7 @@ class WebhookStore:
             )
             if delivery["job_id"]:
                 detail = {"delivery_id": delivery["id"], "outcome": "failed", "error": why}
-                await audit(conn, delivery["job_id"], "delivery", detail, utcnow())
+                await audit(conn, delivery["job_id"], TrailEvent.DELIVERY, detail, utcnow())
 
     async def record(self, delivery: Row, attempt: Attempt, plan: Retry | DeadLetter | None) -> bool:
         """Log the attempt and the delivery's new state, fenced by the attempt count we claimed with."""
@@ -151,7 +152,9 @@ class WebhookStore:
                 )
             )
             if delivery["job_id"]:
-                await audit(conn, delivery["job_id"], "delivery", _detail(delivery, number, attempt, status), now)
+                await audit(
+                    conn, delivery["job_id"], TrailEvent.DELIVERY, _detail(delivery, number, attempt, status), now
+                )
             if delivery["endpoint_id"]:
                 await self._judge_endpoint(conn, delivery["endpoint_id"], attempt, now)
         return True

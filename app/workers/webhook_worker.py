@@ -20,6 +20,7 @@ from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL, post, resolve
+from app.core.statuses import WorkerState
 from app.models.types import utcnow
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
@@ -63,7 +64,7 @@ class WebhookWorker:
 
     def report(self) -> str:
         states = {self.fanout.state, self.senders.state}
-        return "running" if states == {"running"} else "stopped"
+        return WorkerState.RUNNING if states == {WorkerState.RUNNING} else WorkerState.STOPPED
 
     async def start(self) -> None:
         await self.fanout.start()

@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from app.api.deps import StateDep
 from app.core.resources import Resources
+from app.core.statuses import WorkerState
 
 router = APIRouter(tags=["operations"])
 CHECK_TIMEOUT = 2.0
@@ -32,7 +33,7 @@ async def ready(state: StateDep) -> JSONResponse:
     }
     components.update({name: report() for name, report in state.workers.items()})
     down = [name for name in CRITICAL if components[name] != "healthy"]
-    down += [name for name, report in state.workers.items() if report() == "stopped"]
+    down += [name for name, report in state.workers.items() if report() == WorkerState.STOPPED]
     status = "unavailable" if down else ("degraded" if redis != "healthy" else "ok")
     return JSONResponse({"status": status, "components": components}, status_code=503 if down else 200)
 
