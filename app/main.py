@@ -52,7 +52,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             names,
             IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds),
         ),
-        keys=ApiKeyService(resources.engine, settings.admin_api_key),
+        keys=ApiKeyService(
+            resources.engine, settings.admin_api_key, resources.redis, resources.names.api_keys_generation_key
+        ),
         webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
         deliveries=DeliveryService(resources.engine, outbox, names),
         dlq=DlqService(resources.engine, outbox, names),

@@ -1,6 +1,8 @@
 """API keys and per-client isolation."""
 
-from tests.support import Api
+from app.main import create_app
+from tests.conftest import ADMIN_KEY, make_settings
+from tests.support import Api, api_with
 
 
 async def test_no_key_bad_key_and_revoked_key_get_401(api: Api) -> None:
@@ -46,3 +48,16 @@ async def test_another_clients_job_is_404_everywhere(api: Api) -> None:
     assert job["id"] not in [j["id"] for j in bobs]
     seen_by_admin = await api.client.get(f"/api/v1/jobs/{job['id']}", headers=api.admin)
     assert seen_by_admin.json()["client_id"] == "alice"
+
+
+async def test_a_key_revoked_in_one_api_process_is_refused_at_once_by_another(api: Api) -> None:
+    """Each process serves known keys from memory; a revocation anywhere ends that trust everywhere at once."""
+    other_app = create_app(make_settings())
+    async with api_with(other_app, ADMIN_KEY) as other:
+        created = (await api.client.post("/api/v1/api-keys", json={"client_id": "twice"}, headers=api.admin)).json()
+        headers = {"Authorization": f"Bearer {created['api_key']}"}
+        for process in (api, other, api, other):  # the second round is served from each process's memory
+            assert (await process.client.get("/api/v1/jobs", headers=headers)).status_code == 200
+        assert (await api.client.delete(f"/api/v1/api-keys/{created['id']}", headers=api.admin)).status_code == 204
+        assert (await other.client.get("/api/v1/jobs", headers=headers)).status_code == 401
+        assert (await api.client.get("/api/v1/jobs", headers=headers)).status_code == 401

@@ -125,6 +125,11 @@ class Names:
     def idempotency_key(self, client_id: str, key: str) -> str:
         return f"{self.ns}:idempotency:{client_id}:{key}"
 
+    @property
+    def api_keys_generation_key(self) -> str:
+        """Bumped by every revocation: processes trust their cached keys only while it stays the same."""
+        return f"{self.ns}:apikeys:generation"
+
     def rate_limit_key(self, client_id: str) -> str:
         return f"{self.ns}:ratelimit:{client_id}"
 

@@ -1,11 +1,17 @@
 """API keys: random, long, stored as SHA-256 hashes, revocable at once (rule 13)."""
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 import secrets
 import uuid
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
+from loguru import logger
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,6 +23,9 @@ from app.services.transitions import Row
 KEYS = API_KEYS
 KEY_PREFIX = "tq_"
 ADMIN_CLIENT = "admin"
+CACHED_KEYS = 10_000
+BUMP_WAIT_SECONDS = 2.0
+BUMP_RETRY_SECONDS = 1.0
 
 
 def new_key() -> str:
@@ -28,21 +37,72 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass
 class ApiKeyService:
+    """Keys looked up in the database once, then served from memory while no key anywhere has been revoked
+    since: every request asks Redis for the revocation generation (one GET, much cheaper than a query), and a
+    revocation bumps it after its commit, so a revoked key gets 401 at once in every process. Without Redis,
+    every request asks the database."""
+
     engine: AsyncEngine
     admin_key: str | None
+    redis: Redis | None = None
+    generation_key: str = ""
+    _cache: "OrderedDict[str, tuple[Principal, bytes]]" = field(default_factory=OrderedDict)
+    _pending_bump: "asyncio.Task[None] | None" = None
 
     async def authenticate(self, key: str) -> Principal | None:
         """The principal a bearer key stands for, or None for an unknown or revoked key."""
         if self.admin_key and hmac.compare_digest(key.encode(), self.admin_key.encode()):
             return Principal(key_id=None, client_id=ADMIN_CLIENT, admin=True)
+        digest = hash_key(key)
+        generation = await self._generation()
+        cached = self._cache.get(digest)
+        if cached is not None and generation is not None and cached[1] == generation:
+            self._cache.move_to_end(digest)
+            return cached[0]
+        principal = await self._lookup(digest)
+        if principal is not None and generation is not None:
+            self._remember(digest, principal, generation)
+        return principal
+
+    async def _lookup(self, digest: str) -> Principal | None:
         query = select(KEYS.c.id, KEYS.c.client_id, KEYS.c.admin).where(
-            KEYS.c.key_hash == hash_key(key), KEYS.c.revoked_at.is_(None)
+            KEYS.c.key_hash == digest, KEYS.c.revoked_at.is_(None)
         )
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
         return Principal(key_id=row.id, client_id=row.client_id, admin=row.admin) if row else None
+
+    def _remember(self, digest: str, principal: Principal, generation: bytes) -> None:
+        self._cache[digest] = (principal, generation)
+        if len(self._cache) > CACHED_KEYS:
+            self._cache.popitem(last=False)
+
+    async def _generation(self) -> bytes | None:
+        """The revocation generation, a random token (a Redis that lost it gets a new one, so no stale cache
+        survives a Redis restart); None (trust nothing cached) when Redis cannot say."""
+        if self.redis is None:
+            return None
+        try:
+            value = await self.redis.get(self.generation_key)
+            if value is None:
+                await self.redis.set(self.generation_key, secrets.token_hex(8), nx=True)
+                value = await self.redis.get(self.generation_key)
+        except (RedisError, OSError):
+            return None
+        return value.encode() if isinstance(value, str) else value
+
+    async def _bump(self) -> None:
+        """A new generation, so every process stops trusting its cache; retried until Redis takes it."""
+        assert self.redis is not None
+        while True:
+            try:
+                await self.redis.set(self.generation_key, secrets.token_hex(8))
+                return
+            except (RedisError, OSError) as exc:
+                logger.warning("a key was revoked but Redis is unreachable ({}); cached keys wait for it", exc)
+                await asyncio.sleep(BUMP_RETRY_SECONDS)
 
     async def create(self, client_id: str, admin: bool) -> tuple[Row, str]:
         """Create a key; the plain key is returned this once and never stored."""
@@ -71,4 +131,10 @@ class ApiKeyService:
             result = await conn.execute(
                 update(KEYS).where(KEYS.c.id == key_id, KEYS.c.revoked_at.is_(None)).values(revoked_at=utcnow())
             )
+        self._cache.clear()
+        if self.redis is not None:
+            # While Redis is down no process trusts its cache anyway; the bump must land before it is back.
+            self._pending_bump = asyncio.create_task(self._bump(), name="api-keys-generation")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._pending_bump), BUMP_WAIT_SECONDS)
         return result.rowcount == 1
