@@ -12,7 +12,8 @@ from app.services.tenancy import Principal
 bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`.")
 
 
-def get_state(request: Request) -> ApiState:
+async def get_state(request: Request) -> ApiState:
+    """The process's API state; async, so FastAPI does not hop to a thread for it on every request."""
     state: ApiState = request.app.state.api
     return state
 
