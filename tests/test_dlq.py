@@ -4,6 +4,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import aio_pika
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -67,8 +68,7 @@ async def test_replay_by_type_runs_each_once_and_the_janitor_cleans_the_broker_d
         "dead_lettered": 23,
         "by_job_type": {"flaky": 20, "sleep": 3},
         "by_reason": {"permanent_error": 20, "timeout": 3},
-        "broker_depth": None,
-    }
+    }  # no broker_depth for a non-admin key
     listed = (await api.client.get("/api/v1/dlq?job_type=sleep", headers=headers)).json()["items"]
     assert {j["id"] for j in listed} == {j["id"] for j in sleepy}
     assert {(j["reason"], j["attempts"], j["error"]["type"]) for j in listed} == {("timeout", 1, "JobTimeout")}
@@ -150,11 +150,39 @@ async def test_retry_and_cancel_answer_409_when_they_do_not_apply(api: Api, work
     assert (await until_status(api, headers, running["id"]))["status"] == "succeeded"
 
     dead = (await dead_jobs(api, headers, 1))[0]
+    too_late = await api.client.post(f"/api/v1/jobs/{dead['id']}/cancel", headers=headers)
+    assert (too_late.status_code, too_late.json()["code"]) == (409, "not_cancellable")
     retried = await api.client.post(f"/api/v1/jobs/{dead['id']}/retry", headers=headers)
     assert retried.status_code == 200 and retried.json()["attempts"] == 0
     assert (await until_status(api, headers, dead["id"], 20))["status"] == "succeeded"
     other = await api.new_client("dlq-409-other")
     assert (await api.client.post(f"/api/v1/jobs/{dead['id']}/retry", headers=other)).status_code == 404
+
+
+async def test_stats_carry_broker_depth_for_an_admin_only(api: Api, broker: BrokerProbe) -> None:
+    dlq = broker.topology.names.jobs_dlq
+    await broker.purge(dlq)
+    for n in range(3):  # three messages in the broker's DLQ, so the admin's depth is a known non-zero number
+        await broker.channel.default_exchange.publish(aio_pika.Message(b"{}", message_id=f"stats-{n}"), dlq)
+    try:
+
+        async def three_in_dlq() -> bool:
+            return await broker.depth(dlq) == 3
+
+        await wait_for(three_in_dlq)
+        headers = await api.new_client("dlq-stats")
+        mine = await api.client.get("/api/v1/dlq/stats", headers=headers)
+        assert mine.status_code == 200
+        assert mine.json() == {"dead_lettered": 0, "by_job_type": {}, "by_reason": {}}  # absent, not null
+        admin = await api.client.get("/api/v1/dlq/stats", headers=api.admin)
+        assert admin.status_code == 200
+        assert type(admin.json()["broker_depth"]) is int and admin.json()["broker_depth"] == 3
+        assert set(admin.json()) == {"dead_lettered", "by_job_type", "by_reason", "broker_depth"}
+    finally:
+        await broker.purge(dlq)
+    schema = (await api.client.get("/openapi.json")).json()["components"]["schemas"]["DlqStats"]
+    assert schema["properties"]["broker_depth"]["type"] == "integer"  # documented as an integer, never null
+    assert "broker_depth" not in schema["required"]
 
 
 async def test_a_job_cancelled_before_it_runs_never_runs(api: Api, worker: JobWorker, db: AsyncEngine) -> None:

@@ -1,12 +1,17 @@
 """The dead-letter queue as clients see it."""
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from app.schemas.job import JobOut
+from app.workers.retry_policy import DeadReason
+
+# The reasons a job (rather than a webhook delivery) dies with.
+JOB_REASONS = [r for r in DeadReason if r is not DeadReason.GONE]
 
 
 class DeadJobOut(JobOut):
-    reason: str | None = Field(description="retries_exhausted, permanent_error, timeout or worker_lost.")
+    reason: str | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
 
 
 class DeadJobPage(BaseModel):
@@ -18,7 +23,11 @@ class DlqStats(BaseModel):
     dead_lettered: int
     by_job_type: dict[str, int]
     by_reason: dict[str, int]
-    broker_depth: int | None = Field(default=None, description="Messages in the broker's DLQ (admins only).")
+    # Absent, not null, for a non-admin: the route drops None fields, and the schema shows a plain integer.
+    broker_depth: int | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Messages in the broker's DLQ: only in an admin's answer, and only while the broker can tell.",
+    )
 
 
 class ReplayIn(BaseModel):

@@ -4,11 +4,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus
+from app.core.statuses import JobStatus, sources_of
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services import outbox as outbox_rows
@@ -18,7 +18,13 @@ from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row, audit, move
 
 S = JobStatus
-CANCELLABLE = (S.PENDING, S.QUEUED, S.RETRYING)
+# Whatever the transition table lets a job be cancelled from (pending, queued, retrying; any status added there
+# with a way to `cancelled`, such as `scheduled`, joins by itself).
+CANCELLABLE = tuple(sources_of(S.CANCELLED))
+# A cancel whose compare-and-set loses to a change that leaves the job cancellable reads it again and retries;
+# the last try locks the row before reading it, so on PostgreSQL (and on SQLite, whose write transactions are
+# serial) no stream of such changes can keep a cancellable job from being cancelled.
+CANCEL_TRIES = 3
 
 
 class NotDeadLettered(Exception):
@@ -110,22 +116,37 @@ class DlqService:
         return [staged, event]
 
     async def cancel(self, principal: Principal, job_id: str) -> Row | None:
-        """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole."""
-        job = await self._visible(principal, job_id)
-        if job is None:
-            return None
-        if job["status"] not in CANCELLABLE:
-            raise NotCancellable(job["status"])
-        async with self.engine.begin() as conn:
-            moved = await move(
-                conn, self.names, job, S.CANCELLED, values={"finished_at": utcnow(), "lease_until": None}
-            )
-        if moved is None:
-            raise NotCancellable("changed while cancelling")
-        await self.outbox.publish([moved[1]])
-        return moved[0]
+        """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
+
+        A lost compare-and-set is not an answer: the job may have changed and still be cancellable (the submit's
+        pending -> queued confirmation commits in the background just after the submit answers), so read it
+        again and retry. NotCancellable means the job, as last read, has left the cancellable statuses (or, on a
+        database where the last try's row lock is a no-op, that it kept changing through every try).
+        """
+        for attempt in range(1, CANCEL_TRIES + 1):
+            async with self.engine.begin() as conn:
+                job = await self._read(conn, principal, job_id, lock=attempt == CANCEL_TRIES)
+                if job is None:
+                    return None
+                if job["status"] not in CANCELLABLE:
+                    raise NotCancellable(job["status"])
+                moved = await move(
+                    conn, self.names, job, S.CANCELLED, values={"finished_at": utcnow(), "lease_until": None}
+                )
+            if moved is not None:
+                await self.outbox.publish([moved[1]])
+                return moved[0]
+        raise NotCancellable("still changing")
 
     async def _visible(self, principal: Principal, job_id: str) -> Row | None:
         async with self.engine.connect() as conn:
-            row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id, visible_to(JOBS, principal)))).first()
+            return await self._read(conn, principal, job_id)
+
+    @staticmethod
+    async def _read(conn: AsyncConnection, principal: Principal, job_id: str, lock: bool = False) -> Row | None:
+        """The caller's job as it stands; with `lock`, row-locked until `conn`'s transaction ends (FOR UPDATE:
+        PostgreSQL; SQLAlchemy renders nothing for SQLite, whose write transactions hold the database anyway,
+        nor for MSSQL)."""
+        query = select(JOBS).where(JOBS.c.id == job_id, visible_to(JOBS, principal))
+        row = (await conn.execute(query.with_for_update() if lock else query)).first()
         return dict(row._mapping) if row else None

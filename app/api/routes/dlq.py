@@ -29,9 +29,10 @@ async def list_dead_jobs(
     return DeadJobPage(items=items, next_cursor=encode(last["created_at"], last["id"]) if last else None)
 
 
-@router.get("/stats", response_model=DlqStats)
+@router.get("/stats", response_model=DlqStats, response_model_exclude_none=True)
 async def dlq_stats(state: StateDep, principal: PrincipalDep) -> DlqStats:
-    """Counts of your dead-lettered jobs; an admin also sees the broker's DLQ depth."""
+    """Counts of your dead-lettered jobs; an admin also gets `broker_depth`, the broker's DLQ depth (for any other
+    key the field is absent)."""
     stats = DlqStats.model_validate(await state.dlq.stats(principal))
     if principal.admin:
         stats.broker_depth = await state.resources.broker.queue_depth(state.resources.names.jobs_dlq)
