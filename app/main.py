@@ -17,6 +17,7 @@ from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
+from app.core.statuses import WorkerState
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
@@ -46,11 +47,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     state = ApiState(
         resources=resources,
         jobs=JobService(
-            resources.engine,
-            resources.broker,
-            outbox,
-            names,
-            IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds),
+            resources.engine, outbox, names, IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
         ),
         keys=ApiKeyService(
             resources.engine, settings.admin_api_key, resources.redis, resources.names.api_keys_generation_key
@@ -61,7 +58,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
-        workers={"job_worker": lambda: "disabled", "webhook_worker": lambda: "disabled"},
+        workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
     )
     workers = embedded_workers(resources, outbox) if settings.embedded_workers else {}
     for name, worker in workers.items():
@@ -76,7 +73,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.gather(*(worker.stop() for worker in workers.values()))
         await state.jobs.close()
         await stop_task(relay)
-        await outbox.flush()
+        await outbox.close()
         await resources.close()
 
 

@@ -175,7 +175,7 @@ async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
     finally:
         await job_worker.stop(grace=5)
         await stop_task(background)
-        await outbox.flush()
+        await outbox.close()
         await resources.close()
 
 
@@ -199,7 +199,7 @@ async def running_webhook_worker(settings: Settings) -> AsyncIterator[WebhookWor
         yield hooks
     finally:
         await hooks.stop(grace=5)
-        await outbox.flush()
+        await outbox.close()
         await resources.close()
 
 

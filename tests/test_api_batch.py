@@ -51,7 +51,7 @@ def statements(engine: AsyncEngine) -> Iterator[list[str]]:
 @contextlib.contextmanager
 def publishes(api: Api) -> Iterator[list[set[str]]]:
     """The job ids of each `publish_many` call the API's broker makes while the block runs (one set per call)."""
-    broker = api.app.state.api.jobs.broker
+    broker = api.app.state.api.resources.broker
     jobs_exchange = api.app.state.api.resources.names.jobs_exchange
     calls: list[set[str]] = []
     publish_many = broker.publish_many

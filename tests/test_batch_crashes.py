@@ -40,6 +40,7 @@ async def test_sigkill_after_a_claim_commit_runs_each_job_once_more_and_finishes
 ) -> None:
     headers = await api.new_client("crash-claim")
     lane = broker.topology.names.lane_queue(Lane.DEFAULT)
+    await broker.purge(lane)  # earlier tests' leftovers would share the first claim batch
     ids = await submit_batch(api, headers)  # queued before any worker runs, so one claim batch takes several
     with app_process(["worker", "jobs"], one_lane(failpoints="after_claim_commit"), tmp_path / "a.log") as first:
         exit_code = first.popen.wait(30)
@@ -64,6 +65,7 @@ async def test_sigkill_after_a_finish_commit_drops_the_redelivered_messages(
 ) -> None:
     headers = await api.new_client("crash-finish")
     lane = broker.topology.names.lane_queue(Lane.DEFAULT)
+    await broker.purge(lane)
     ids = await submit_batch(api, headers)
     with app_process(["worker", "jobs"], one_lane(failpoints="after_finish_commit"), tmp_path / "a.log") as first:
         assert first.popen.wait(30) == -9, first.output()

@@ -48,7 +48,7 @@ async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(broker:
     await broker.purge(lane)
     resources = await Resources.open(settings, role="doomed")
     try:
-        service = JobService(resources.engine, resources.broker, make_outbox(resources), resources.names)
+        service = JobService(resources.engine, make_outbox(resources), resources.names)
         request = JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"lost": True}, "priority": 9})
         job, _ = await service._save(Principal(None, "crash", False), request, "req-crash", "digest")
     finally:

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import subprocess
+from typing import Any
 
 import aio_pika
 import pytest
@@ -25,16 +26,17 @@ async def test_declaring_twice_is_harmless() -> None:
         assert not channel.is_closed
 
 
-def _broker_queues() -> dict[str, dict[str, object]]:
+def _rabbitmqctl_json(*args: str) -> list[dict[str, Any]]:
     out = subprocess.run(
-        ["rabbitmqctl", "list_queues", "name", "durable", "arguments", "--formatter", "json", "-q"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["rabbitmqctl", *args, "--formatter", "json", "-q"], check=True, capture_output=True, text=True, timeout=60
     ).stdout
+    rows: list[dict[str, Any]] = json.loads(out)
+    return rows
+
+
+def _broker_queues() -> dict[str, dict[str, object]]:
     queues = {}
-    for row in json.loads(out):
+    for row in _rabbitmqctl_json("list_queues", "name", "durable", "arguments"):
         arguments = row["arguments"]  # [name, type, value] triples in this format
         row["arguments"] = {arg[0]: arg[-1] for arg in arguments}
         queues[row["name"]] = row
@@ -99,16 +101,8 @@ async def test_an_unroutable_publish_is_an_error_not_a_loss() -> None:
 
 
 def _event_bindings(queue: str, exchange: str) -> set[str]:
-    out = subprocess.run(
-        ["rabbitmqctl", "list_bindings", "source_name", "destination_name", "routing_key", "--formatter", "json", "-q"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
-    return {
-        b["routing_key"] for b in json.loads(out) if b["source_name"] == exchange and b["destination_name"] == queue
-    }
+    rows = _rabbitmqctl_json("list_bindings", "source_name", "destination_name", "routing_key")
+    return {b["routing_key"] for b in rows if b["source_name"] == exchange and b["destination_name"] == queue}
 
 
 async def test_only_subscribable_events_reach_the_fan_out_and_the_rest_publish_without_error(

@@ -7,16 +7,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.broker import Broker
 from app.core.names import Names
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
-from app.services.confirmations import Confirmations, as_queued
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import newest_first
-from app.services.submit import Draft, Filed, Submitter, insert_drafts, new_drafts, request_hash
+from app.services.submit import Draft, Filed, Submitter, as_queued, insert_drafts, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row
 
@@ -31,14 +29,12 @@ class JobService:
     """What the jobs API needs, created once at start-up."""
 
     engine: AsyncEngine
-    broker: Broker
     outbox: Outbox
     names: Names
     idempotency: IdempotencyCache | None = None
 
     def __post_init__(self) -> None:
-        self.confirmations = Confirmations(self.engine, self.outbox, self.names)
-        self.submitter = Submitter(self.engine, self.broker, self.confirmations)
+        self.submitter = Submitter(self.engine, self.outbox)
 
     async def submit(self, principal: Principal, request: JobOptions, request_id: str | None) -> tuple[Row, Submitted]:
         """Save the job and stage its message, then publish it; say how far it got."""
@@ -117,9 +113,8 @@ class JobService:
         return draft.job, staged
 
     async def close(self) -> None:
-        """Finish the submits and confirmations in flight (shutdown)."""
+        """Finish the submits in flight (shutdown); the outbox's own close forgets what they published."""
         await self.submitter.close()
-        await self.confirmations.close()
 
     async def get(self, principal: Principal, job_id: str) -> Row | None:
         """The job, if it exists and the caller may see it."""

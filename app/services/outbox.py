@@ -2,7 +2,7 @@
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -13,10 +13,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.broker import Broker, Outgoing
 from app.core.database import is_unreachable
+from app.core.group_commit import GroupCommit
 from app.models.tables import OUTBOX
 from app.models.types import utcnow
 
 RELAY_LOCK_SECONDS = 60
+ROWS_PER_STATEMENT = 500  # keeps every IN list within MSSQL's 2,100 parameters
 INSERT_ROW = insert(OUTBOX)
 INSERT_MANY = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
 
@@ -93,7 +95,9 @@ def _from_row(row: Any, pubsub: frozenset[str]) -> Pending:
 
 
 class Outbox:
-    """Publishes staged messages, forgets them in batches, and relays whatever the fast path missed."""
+    """The one way a staged message goes out: `publish` (or `publish_soon`) sends rows with their confirms
+    awaited together; confirmed rows are forgotten in group commits, a job message's row in the same
+    transaction that moves its job pending -> queued; the relay sends, the same way, whatever was missed."""
 
     def __init__(
         self,
@@ -109,54 +113,80 @@ class Outbox:
         self._broker = broker
         self._relay_after = relay_after
         self._batch_size = batch_size
-        self._sent: list[int] = []
-        self._tasks: set[asyncio.Task[bool]] = set()
+        self._sent: list[Pending] = []  # confirmed event rows, forgotten in bulk by the relay loop
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._forgetting = GroupCommit("outbox-sent", self._forget_batches, systemic=is_unreachable)
         self.after_job_publish: AfterJobPublish | None = None
 
     def publish_soon(self, staged: list[Pending]) -> None:
         """Publish in the background, so a caller's answer does not wait on the confirm."""
-        task = asyncio.create_task(self.publish(staged))
+        if staged:
+            self._track(self.publish(staged))
+
+    async def publish(self, staged: list[Pending]) -> list[bool]:
+        """Publish now, confirms awaited together; True for each row the broker confirmed (the relay retries
+        the others). Job messages' rows are forgotten at once (their jobs become queued), events' in bulk."""
+        if not staged:
+            return []
+        errors = await self._broker.publish_many([p.message for p in staged])
+        sent = [p for p, error in zip(staged, errors, strict=True) if error is None]
+        jobs = [p for p in sent if p.job_id is not None]
+        self._sent.extend(p for p in sent if p.job_id is None)
+        if jobs:
+            self._track(self._forget_jobs(jobs))
+        return [error is None for error in errors]
+
+    def _track(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def publish(self, staged: list[Pending]) -> bool:
-        """Fast path for events: publish now, delete the rows soon (the relay retries any that fail)."""
-        if not staged:
-            return True
-        results = await self._broker.publish_many([p.message for p in staged])
-        self._sent.extend(p.id for p, error in zip(staged, results, strict=True) if error is None)
-        return all(error is None for error in results)
+    async def _forget_jobs(self, rows: list[Pending]) -> None:
+        try:
+            await self._forgetting.run(rows)
+        except Exception as exc:  # the relay sends them again and queues the jobs; workers claim from pending
+            level = "WARNING" if is_unreachable(exc) else "ERROR"
+            logger.opt(exception=level == "ERROR").log(level, "could not mark {} job(s) queued: {}", len(rows), exc)
 
-    async def _confirmed(self, rows: list[Pending]) -> list[Pending]:
-        """Record that these rows reached the broker; return the events that follow from it."""
+    async def _forget_batches(self, batches: list[list[Pending]]) -> list[None]:
+        await self._forget([row for rows in batches for row in rows])
+        return [None] * len(batches)
+
+    async def _forget(self, rows: list[Pending]) -> None:
+        """Delete confirmed rows and move their jobs pending -> queued, in one transaction; publish what follows."""
         follow: list[Pending] = []
-        job_ids = [row.job_id for row in rows if row.job_id is not None]
         async with self._engine.begin() as conn:
-            if job_ids and self.after_job_publish is not None:
-                follow = await self.after_job_publish(conn, job_ids)
-            await drop(conn, [r.id for r in rows])
-        return follow
+            for start in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[start : start + ROWS_PER_STATEMENT]
+                job_ids = [row.job_id for row in chunk if row.job_id is not None]
+                if job_ids and self.after_job_publish is not None:
+                    follow += await self.after_job_publish(conn, job_ids)
+                await drop(conn, [row.id for row in chunk])
+        self.publish_soon(follow)
 
     async def flush(self) -> None:
-        """Delete the rows of messages that were confirmed."""
-        if self._tasks:
+        """Wait for the publishes in flight, then forget every confirmed row."""
+        while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         while self._sent:
             batch, self._sent = self._sent[: self._batch_size], self._sent[self._batch_size :]
-            async with self._engine.begin() as conn:
-                await drop(conn, batch)
+            await self._forget(batch)
+
+    async def close(self) -> None:
+        """Shutdown: everything in flight published and forgotten."""
+        await self.flush()
+        await self._forgetting.close()
 
     async def relay_once(self) -> int:
         """Publish rows older than `relay_after` that nobody else is relaying; return how many went out."""
         rows = await self._claim()
         if not rows:
             return 0
-        results = await self._broker.publish_many([r.message for r in rows])
-        done = [row for row, error in zip(rows, results, strict=True) if error is None]
-        if done:
-            await self.publish(await self._confirmed(done))
-            logger.info("relayed {} outbox message(s)", len(done))
-        return len(done)
+        sent = sum(await self.publish(rows))
+        await self.flush()
+        if sent:
+            logger.info("relayed {} outbox message(s)", sent)
+        return sent
 
     async def _claim(self) -> list[Pending]:
         now = utcnow()

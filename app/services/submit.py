@@ -2,7 +2,8 @@
 
 Concurrent single submits share one transaction: one multi-row INSERT each for their jobs, their `created`
 audit rows and their outbox rows. Right after the commit the batch's messages are published with their confirms
-awaited together, while the next batch fills; the confirmed jobs go on to `Confirmations` (pending -> queued).
+awaited together through the outbox, while the next batch fills; the outbox then moves the confirmed jobs
+pending -> queued in a group commit of its own, off the request's path.
 """
 
 import asyncio
@@ -17,7 +18,7 @@ from loguru import logger
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.broker import Broker, Outgoing, PublishError
+from app.core.broker import Outgoing
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_outgoing
@@ -27,8 +28,7 @@ from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
-from app.services.confirmations import Confirmations
-from app.services.outbox import Pending
+from app.services.outbox import Outbox, Pending
 from app.services.transitions import Row
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
@@ -38,6 +38,11 @@ INSERT_EVENTS = insert(JOB_EVENTS).returning(JOB_EVENTS.c.id, sort_by_parameter_
 MAX_SUBMITS_PER_COMMIT = 256
 
 Published = dict[str, bool]  # job id -> whether the broker confirmed its message
+
+
+def as_queued(job: Row, now: datetime | None = None) -> Row:
+    """A confirmed job as it is about to be: queued."""
+    return {**job, "status": str(JobStatus.QUEUED), "seq": job["seq"] + 1, "updated_at": now or utcnow()}
 
 
 def request_hash(request: JobOptions) -> str:
@@ -166,10 +171,9 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
 class Submitter:
     """Saves requests' jobs, then publishes them: singles through one group commit, batches on their own."""
 
-    def __init__(self, engine: AsyncEngine, broker: Broker, confirmations: Confirmations) -> None:
+    def __init__(self, engine: AsyncEngine, outbox: Outbox) -> None:
         self._engine = engine
-        self._broker = broker
-        self._confirmations = confirmations
+        self._outbox = outbox
         self._publishing: set[asyncio.Task[Published]] = set()
         self.commit: GroupCommit[list[Draft], Filed] = GroupCommit(
             "submits", self._flush, MAX_SUBMITS_PER_COMMIT, systemic=is_unreachable
@@ -196,19 +200,13 @@ class Submitter:
 
     async def _publish(self, saved: list[tuple[Draft, Pending]]) -> Published:
         try:
-            errors = await self._broker.publish_many([staged.message for _, staged in saved])
-        except Exception as exc:  # the rows are committed: whatever went wrong here, the relay publishes them
+            confirmed = await self._outbox.publish([staged for _, staged in saved])
+        except Exception:  # the rows are committed: whatever went wrong here, the relay publishes them
             logger.exception("publishing {} saved job(s) failed", len(saved))
-            errors = [PublishError(f"{type(exc).__name__}: {exc}")] * len(saved)
-        confirmed = [(draft.job, staged) for (draft, staged), e in zip(saved, errors, strict=True) if e is None]
-        if len(confirmed) < len(saved):
-            first = next(e for e in errors if e is not None)
-            logger.warning(
-                "{} job(s) saved as pending, the relay will publish them: {}", len(saved) - len(confirmed), first
-            )
-        if confirmed:
-            self._confirmations.add(confirmed)
-        return {draft.job["id"]: e is None for (draft, _), e in zip(saved, errors, strict=True)}
+            confirmed = [False] * len(saved)
+        if not all(confirmed):
+            logger.warning("{} job(s) saved as pending, the relay will publish them", confirmed.count(False))
+        return {draft.job["id"]: ok for (draft, _), ok in zip(saved, confirmed, strict=True)}
 
     async def close(self) -> None:
         """Flush what is waiting and let the publishes in flight finish."""

@@ -54,15 +54,17 @@ class JobBatches:
         except BaseException:
             await self.locks.release(locks)
             raise
-        self.failpoints.hit(Failpoint.AFTER_CLAIM_COMMIT)
         final = [v if v is not None else next(decided) for v in verdicts]
+        if any(isinstance(v, Claimed) for v in final):
+            self.failpoints.hit(Failpoint.AFTER_CLAIM_COMMIT)
         await self.locks.release([lock for v, lock in zip(final, locks, strict=True) if not isinstance(v, Claimed)])
         self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters) for p in v.events])
         return list(zip(final, locks, strict=True))
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
         recorded = await self.store.finish_many([outcome for outcome, _ in items])
-        self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
+        if any(staged is not None for staged in recorded):
+            self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([staged for staged in recorded if staged is not None])
         await self.locks.release([lock for _, lock in items])
         return recorded

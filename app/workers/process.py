@@ -28,6 +28,6 @@ async def run_worker_process(
     logger.info("stopping: no new messages; finishing in-flight work")
     await worker.stop()
     await stop_task(relay)
-    await outbox.flush()
+    await outbox.close()
     await resources.close()
     logger.info("{} worker stopped", kind)
