@@ -87,7 +87,8 @@ async def test_one_batch_claims_every_queued_job_and_stages_their_events(engine:
 
 
 async def test_one_batch_judges_every_kind_of_job_as_rule_4_says(engine: AsyncEngine) -> None:
-    past, future = NOW - timedelta(seconds=5), NOW + timedelta(seconds=60)
+    now = datetime.now(UTC)
+    past, future = now - timedelta(seconds=5), now + timedelta(seconds=60)
     jobs = {
         "done": make_job(status="succeeded", seq=3),
         "dead": make_job(status="dead_lettered", seq=3),

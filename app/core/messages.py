@@ -1,6 +1,7 @@
 """The message contracts the API and the workers share: job messages and job events."""
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,7 +42,7 @@ class JobMessage:
     request_id: str | None
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "JobMessage":
+    def from_row(cls, row: Mapping[str, Any]) -> "JobMessage":
         fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "job_id"}
         return cls(job_id=row["id"], **fields)
 
@@ -74,7 +75,7 @@ def event_id(job_id: str, seq: int) -> str:
     return f"evt_{job_id.replace('-', '')}_{seq}"
 
 
-def job_event(names: Names, job: dict[str, Any], created_at: datetime) -> Outgoing:
+def job_event(names: Names, job: Mapping[str, Any], created_at: datetime) -> Outgoing:
     """The event that follows a status change, on the events exchange as job.<type>.<status>."""
     body = {
         "id": event_id(job["id"], job["seq"]),
@@ -115,7 +116,7 @@ PUBLIC_FIELDS = (
 )
 
 
-def public_job(job: dict[str, Any]) -> dict[str, Any]:
+def public_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """A job as clients see it: the contract's fields, nothing internal."""
     return {name: job.get(name) for name in PUBLIC_FIELDS}
 

@@ -8,7 +8,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus, sources_of
+from app.core.statuses import JobStatus, TrailEvent, sources_of
+from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services import outbox as outbox_rows
@@ -80,7 +81,7 @@ class DlqService:
             query = query.where(JOBS.c.job_type == job_type)
         query = query.order_by(JOBS.c.created_at, JOBS.c.id).limit(limit)
         async with self.engine.connect() as conn:
-            candidates = [dict(r._mapping) for r in await conn.execute(query)]
+            candidates = [job_row(r._mapping) for r in await conn.execute(query)]
         replayed = []
         for job in candidates:
             staged = await self._replay_one(job)
@@ -89,7 +90,7 @@ class DlqService:
                 replayed.append(job["id"])
         return replayed
 
-    async def retry(self, principal: Principal, job_id: str) -> Row | None:
+    async def retry(self, principal: Principal, job_id: str) -> JobRow | None:
         """Replay one job; None when the caller has no such job, NotDeadLettered when it is not dead."""
         job = await self._visible(principal, job_id)
         if job is None:
@@ -99,13 +100,13 @@ class DlqService:
         await self.outbox.publish(staged)
         return await self._visible(principal, job_id)
 
-    async def _replay_one(self, job: Row) -> list[Pending]:
+    async def _replay_one(self, job: JobRow) -> list[Pending]:
         """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message, in one tx."""
         values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
         trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
         try:
             async with self.engine.begin() as conn:
-                await audit(conn, job["id"], "replayed", trail, utcnow())
+                await audit(conn, job["id"], TrailEvent.REPLAYED, trail, utcnow())
                 moved = await move(conn, self.names, job, S.QUEUED, values=values)
                 if moved is None:
                     raise _Lost
@@ -115,7 +116,7 @@ class DlqService:
             return []  # someone else replayed or changed it first; the transaction rolled back
         return [staged, event]
 
-    async def cancel(self, principal: Principal, job_id: str) -> Row | None:
+    async def cancel(self, principal: Principal, job_id: str) -> JobRow | None:
         """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
 
         A lost compare-and-set is not an answer: the job may have changed and still be cancellable (the submit's
@@ -138,15 +139,15 @@ class DlqService:
                 return moved[0]
         raise NotCancellable("still changing")
 
-    async def _visible(self, principal: Principal, job_id: str) -> Row | None:
+    async def _visible(self, principal: Principal, job_id: str) -> JobRow | None:
         async with self.engine.connect() as conn:
             return await self._read(conn, principal, job_id)
 
     @staticmethod
-    async def _read(conn: AsyncConnection, principal: Principal, job_id: str, lock: bool = False) -> Row | None:
+    async def _read(conn: AsyncConnection, principal: Principal, job_id: str, lock: bool = False) -> JobRow | None:
         """The caller's job as it stands; with `lock`, row-locked until `conn`'s transaction ends (FOR UPDATE:
         PostgreSQL; SQLAlchemy renders nothing for SQLite, whose write transactions hold the database anyway,
         nor for MSSQL)."""
         query = select(JOBS).where(JOBS.c.id == job_id, visible_to(JOBS, principal))
         row = (await conn.execute(query.with_for_update() if lock else query)).first()
-        return dict(row._mapping) if row else None
+        return job_row(row._mapping) if row else None

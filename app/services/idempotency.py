@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
+from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.services.submit import Draft
-from app.services.transitions import Row
 
 PENDING = "-"  # the job is being created by whoever set the key
 # A claim that never becomes a job (its process died) must not hold the key for a whole day.
@@ -127,17 +127,17 @@ def repeated_keys(drafts: Sequence[Draft]) -> dict[int, int]:
     return repeats
 
 
-async def earlier_jobs(engine: AsyncEngine, client_id: str, drafts: Sequence[Draft]) -> dict[int, Row]:
+async def earlier_jobs(engine: AsyncEngine, client_id: str, drafts: Sequence[Draft]) -> dict[int, JobRow]:
     """The saved jobs these drafts' keys already name: index -> job; a key saved with another request raises."""
     by_key = {draft.key: draft for draft in drafts if draft.key is not None}
     if not by_key:
         return {}
     query = select(JOBS).where(JOBS.c.client_id == client_id, JOBS.c.idempotency_key.in_(list(by_key)))
     async with engine.connect() as conn:
-        rows = [dict(row._mapping) for row in await conn.execute(query)]
-    found: dict[int, Row] = {}
-    for row in sorted(rows, key=lambda r: by_key[r["idempotency_key"]].index):
-        draft = by_key[row["idempotency_key"]]
+        rows = [job_row(row._mapping) for row in await conn.execute(query)]
+    found: dict[int, JobRow] = {}
+    for row in sorted(rows, key=lambda r: by_key[r["idempotency_key"] or ""].index):
+        draft = by_key[row["idempotency_key"] or ""]
         if row["request_hash"] != draft.digest:
             raise IdempotencyConflict.of(draft)
         found[draft.index] = row

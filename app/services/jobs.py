@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
+from app.models.rows import JobRow, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
@@ -21,7 +22,7 @@ from app.services.transitions import Row
 __all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 
 
-Outcomes = dict[int, tuple[Row, Submitted]]  # item index -> the job and how far it got
+Outcomes = dict[int, tuple[JobRow, Submitted]]  # item index -> the job and how far it got
 
 
 @dataclass
@@ -36,13 +37,15 @@ class JobService:
     def __post_init__(self) -> None:
         self.submitter = Submitter(self.engine, self.outbox)
 
-    async def submit(self, principal: Principal, request: JobOptions, request_id: str | None) -> tuple[Row, Submitted]:
+    async def submit(
+        self, principal: Principal, request: JobOptions, request_id: str | None
+    ) -> tuple[JobRow, Submitted]:
         """Save the job and stage its message, then publish it; say how far it got."""
         return (await self.submit_many(principal, [request], request_id))[0]
 
     async def submit_many(
         self, principal: Principal, requests: Sequence[JobOptions], request_id: str | None
-    ) -> list[tuple[Row, Submitted]]:
+    ) -> list[tuple[JobRow, Submitted]]:
         """Save every job of one request or none, then publish them with their confirms awaited together; return
         each job and how far it got, in request order. An idempotency key used for another request raises."""
         client = principal.client_id
@@ -71,7 +74,7 @@ class JobService:
         if self.idempotency is not None:
             await self.idempotency.release(client_id, claimed)
 
-    async def _known(self, client_id: str, keyed: list[Draft], seen: list[Seen | None]) -> dict[int, Row]:
+    async def _known(self, client_id: str, keyed: list[Draft], seen: list[Seen | None]) -> dict[int, JobRow]:
         """Earlier jobs these keys name. Redis first (nothing more when the keys are new); the database when Redis
         knows of a request, or cannot say."""
         if self.idempotency is None:
@@ -85,7 +88,7 @@ class JobService:
             asked.append(draft)
         return await earlier_jobs(self.engine, client_id, asked)  # a job still being saved is not there yet
 
-    async def _save_new(self, client_id: str, drafts: list[Draft], known: dict[int, Row]) -> Outcomes:
+    async def _save_new(self, client_id: str, drafts: list[Draft], known: dict[int, JobRow]) -> Outcomes:
         """Save the drafts no earlier job stands for; when the unique index finds one after all, take it and retry."""
         while new := [d for d in drafts if d.index not in known]:
             try:
@@ -104,7 +107,7 @@ class JobService:
 
     async def _save(
         self, principal: Principal, request: JobOptions, request_id: str | None, digest: str
-    ) -> tuple[Row, Pending]:
+    ) -> tuple[JobRow, Pending]:
         """Commit one job and its outbox row and publish nothing: what a submit leaves if its process dies then."""
         [draft] = new_drafts(self.names, principal.client_id, [request], request_id)
         draft = replace(draft, job={**draft.job, "request_hash": digest})
@@ -116,11 +119,11 @@ class JobService:
         """Finish the submits in flight (shutdown); the outbox's own close forgets what they published."""
         await self.submitter.close()
 
-    async def get(self, principal: Principal, job_id: str) -> Row | None:
+    async def get(self, principal: Principal, job_id: str) -> JobRow | None:
         """The job, if it exists and the caller may see it."""
         async with self.engine.connect() as conn:
             row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id, visible_to(JOBS, principal)))).first()
-        return dict(row._mapping) if row else None
+        return job_row(row._mapping) if row else None
 
     async def page(
         self, principal: Principal, status: str | None, job_type: str | None, limit: int, cursor: str | None
@@ -142,7 +145,7 @@ class JobService:
             return [dict(r._mapping) for r in await conn.execute(query.order_by(EVENTS.c.id))]
 
 
-async def _outcomes(filed: Filed, known: dict[int, Row]) -> Outcomes:
+async def _outcomes(filed: Filed, known: dict[int, JobRow]) -> Outcomes:
     """Per item: an earlier job, or a new one (created once the broker confirmed it, pending if not)."""
     published = await filed.published()
     outcomes: Outcomes = {index: (row, Submitted.EXISTING) for index, row in {**known, **filed.repeats}.items()}

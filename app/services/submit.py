@@ -24,12 +24,12 @@ from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent
+from app.models.rows import JobRow, job_with
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
-from app.services.transitions import Row
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
 # driver's parameter limit) rather than one statement per row, on every dialect.
@@ -40,9 +40,9 @@ MAX_SUBMITS_PER_COMMIT = 256
 Published = dict[str, bool]  # job id -> whether the broker confirmed its message
 
 
-def as_queued(job: Row, now: datetime | None = None) -> Row:
+def as_queued(job: JobRow, now: datetime | None = None) -> JobRow:
     """A confirmed job as it is about to be: queued."""
-    return {**job, "status": str(JobStatus.QUEUED), "seq": job["seq"] + 1, "updated_at": now or utcnow()}
+    return job_with(job, status=str(JobStatus.QUEUED), seq=job["seq"] + 1, updated_at=now or utcnow())
 
 
 def request_hash(request: JobOptions) -> str:
@@ -57,18 +57,16 @@ class Draft:
     """One job about to be saved: its row, its message, and its place in the caller's request."""
 
     index: int
-    job: Row
+    job: JobRow
     message: Outgoing
 
     @property
     def key(self) -> str | None:
-        key: str | None = self.job["idempotency_key"]
-        return key
+        return self.job["idempotency_key"]
 
     @property
     def digest(self) -> str:
-        digest: str = self.job["request_hash"]
-        return digest
+        return self.job["request_hash"] or ""
 
 
 def new_drafts(names: Names, client_id: str, requests: Sequence[JobOptions], request_id: str | None) -> list[Draft]:
@@ -76,12 +74,12 @@ def new_drafts(names: Names, client_id: str, requests: Sequence[JobOptions], req
     start = utcnow()
     drafts = []
     for index, request in enumerate(requests):
-        job = job_row(client_id, request, request_id, start + timedelta(microseconds=index))
+        job = new_job_row(client_id, request, request_id, start + timedelta(microseconds=index))
         drafts.append(Draft(index, job, job_outgoing(names, JobMessage.from_row(job))))
     return drafts
 
 
-def job_row(client_id: str, request: JobOptions, request_id: str | None, now: datetime) -> Row:
+def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now: datetime) -> JobRow:
     """A new job's full row: `pending` until the broker confirms its message."""
     return {
         "id": str(uuid.uuid4()),
@@ -129,7 +127,7 @@ class Filed:
 
     inserted: list[Draft] = field(default_factory=list)
     # index -> a job another request of the same flush saved under the same key, for the same request
-    repeats: dict[int, Row] = field(default_factory=dict)
+    repeats: dict[int, JobRow] = field(default_factory=dict)
     # an item whose key another request of the same flush holds for a different request: nothing saved
     conflict: Draft | None = None
     publishing: "asyncio.Task[Published] | None" = None
@@ -146,7 +144,7 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
     filed = []
     for drafts in orders:
         mine: dict[tuple[str, str], Draft] = {}
-        repeats: dict[int, Row] = {}
+        repeats: dict[int, JobRow] = {}
         conflict = None
         for draft in drafts:
             if draft.key is None:

@@ -3,7 +3,7 @@ caller's transaction. Every status change of a job goes through `move_many` (`mo
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.core.messages import job_event
 from app.core.names import Names
 from app.core.statuses import JobStatus, sources_of
+from app.models.rows import JobRow, job_row, job_with
 from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
@@ -24,11 +25,15 @@ INSERT_EVENT = insert(EVENTS)
 Row = dict[str, Any]
 
 
+def _column(job: JobRow, name: str) -> Any:
+    return cast(Row, job).get(name)
+
+
 @dataclass(frozen=True)
 class Change:
     """One job's part of a move: the job as last read (with its seq), its new values, its audit detail."""
 
-    job: Row
+    job: JobRow
     values: Row = field(default_factory=dict)
     detail: Row = field(default_factory=dict)
 
@@ -41,13 +46,13 @@ async def audit(conn: AsyncConnection, job_id: str, event: str, detail: dict[str
 async def move(
     conn: AsyncConnection,
     names: Names,
-    job: Row,
+    job: JobRow,
     to: JobStatus,
     *,
     where: tuple[ColumnElement[bool], ...] = (),
     values: Row | None = None,
     detail: Row | None = None,
-) -> tuple[Row, Pending] | None:
+) -> tuple[JobRow, Pending] | None:
     """Move one job (as last read) to `to`; None when someone else changed it first."""
     moved = await move_many(conn, names, to, [Change(job, values or {}, detail or {})], where=where)
     return moved[0] if moved else None
@@ -60,7 +65,7 @@ async def move_many(
     changes: list[Change],
     *,
     where: tuple[ColumnElement[bool], ...] = (),
-) -> list[tuple[Row, Pending]]:
+) -> list[tuple[JobRow, Pending]]:
     """Move every job of `changes` to `to` with one UPDATE; return those it moved, each with its staged event.
 
     The per-row seq in the WHERE makes this a compare-and-set on each row as read; the status guard keeps
@@ -72,7 +77,7 @@ async def move_many(
     by_id = {c.job["id"]: c for c in changes}
     result = await conn.execute(compare_and_set(to, changes, now, where))
     moved = [by_id[job_id] for job_id in result.scalars()]
-    afters = [{**c.job, **c.values, "status": str(to), "seq": c.job["seq"] + 1, "updated_at": now} for c in moved]
+    afters = [job_with(c.job, **c.values, status=str(to), seq=c.job["seq"] + 1, updated_at=now) for c in moved]
     return await record(
         conn, names, [(c.job["status"], after, c.detail) for c, after in zip(moved, afters, strict=True)]
     )
@@ -85,7 +90,7 @@ def compare_and_set(
     by_id = {c.job["id"]: c for c in changes}
     columns = {name for c in changes for name in c.values}
     assignments: dict[str, Any] = {
-        name: per_row(JOBS.c.id, JOBS.c[name], {i: c.values.get(name, c.job.get(name)) for i, c in by_id.items()})
+        name: per_row(JOBS.c.id, JOBS.c[name], {i: c.values.get(name, _column(c.job, name)) for i, c in by_id.items()})
         for name in columns
     }
     seqs = {i: c.job["seq"] for i, c in by_id.items()}
@@ -98,7 +103,9 @@ def compare_and_set(
     )
 
 
-async def record(conn: AsyncConnection, names: Names, moves: list[tuple[str, Row, Row]]) -> list[tuple[Row, Pending]]:
+async def record(
+    conn: AsyncConnection, names: Names, moves: list[tuple[str, JobRow, Row]]
+) -> list[tuple[JobRow, Pending]]:
     """The audit rows and staged events of moves already made: (from status, the job after, detail) each."""
     if not moves:
         return []
@@ -117,7 +124,7 @@ async def record(conn: AsyncConnection, names: Names, moves: list[tuple[str, Row
     return list(zip([after for _, after, _ in moves], staged, strict=True))
 
 
-async def queue_many(conn: AsyncConnection, names: Names, jobs: list[Row]) -> list[tuple[Row, Pending]]:
+async def queue_many(conn: AsyncConnection, names: Names, jobs: list[JobRow]) -> list[tuple[JobRow, Pending]]:
     """pending -> queued once the broker has their messages, for the jobs nothing moved first."""
     pending = [Change(job) for job in jobs if job["status"] == JobStatus.PENDING]
     return await move_many(conn, names, JobStatus.QUEUED, pending)
@@ -128,5 +135,5 @@ async def queue_published(conn: AsyncConnection, names: Names, job_ids: list[str
     if not job_ids:
         return []
     query = select(JOBS).where(JOBS.c.id.in_(job_ids), JOBS.c.status == JobStatus.PENDING)
-    rows = [dict(row._mapping) for row in await conn.execute(query)]
+    rows = [job_row(row._mapping) for row in await conn.execute(query)]
     return [staged for _, staged in await queue_many(conn, names, rows)]

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.statuses import JobStatus
+from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
@@ -43,7 +44,7 @@ CLAIM_QUEUED = (
 class Claimed:
     """Ours to run: the job as claimed (its `runs` is our fencing token), and the events to publish."""
 
-    job: Row
+    job: JobRow
     events: list[Pending]
 
 
@@ -74,14 +75,14 @@ class Raced:
 
 
 Verdict = Claimed | Drop | ToDeadLetters | Defer | Raced
-Take = tuple[str, Row]  # the verdicts still to be written: "take" (run it) or "bury" (budget spent)
+Take = tuple[str, JobRow]  # the verdicts still to be written: "take" (run it) or "bury" (budget spent)
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What one run ended in, to record if our fencing token still holds."""
 
-    job: Row  # as claimed
+    job: JobRow  # as claimed
     to: JobStatus  # SUCCEEDED, RETRYING or DEAD_LETTERED
     values: Row
     detail: Row
@@ -103,7 +104,7 @@ class JobStore:
         lease = now + timedelta(seconds=self.lease_seconds)
         async with self.engine.begin() as conn:
             result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
-            taken = await record(conn, self.names, [(S.QUEUED, dict(r._mapping), {}) for r in result])
+            taken = await record(conn, self.names, [(S.QUEUED, job_row(r._mapping), {}) for r in result])
             verdicts: dict[str, Verdict | Take] = {job["id"]: Claimed(job, [staged]) for job, staged in taken}
             rest = [job_id for job_id in job_ids if job_id not in verdicts]
             if rest:
@@ -122,7 +123,7 @@ class JobStore:
         await self._write(conn, verdicts, events, now)
         return verdicts
 
-    def _judge(self, job: Row, now: datetime) -> Verdict | Take:
+    def _judge(self, job: JobRow, now: datetime) -> Verdict | Take:
         status = job["status"]
         if status in (S.SUCCEEDED, S.CANCELLED):
             return Drop(f"job is {status}")
@@ -130,10 +131,11 @@ class JobStore:
             return ToDeadLetters([])
         if status == S.PENDING:
             return Raced()
-        if status == S.RUNNING and job["lease_until"] > now:
-            return Defer((job["lease_until"] - now).total_seconds())
-        if status == S.RETRYING and job["next_attempt_at"] and job["next_attempt_at"] > now:
-            return Defer((job["next_attempt_at"] - now).total_seconds())
+        lease, due = job["lease_until"], job["next_attempt_at"]
+        if status == S.RUNNING and lease is not None and lease > now:
+            return Defer((lease - now).total_seconds())
+        if status == S.RETRYING and due is not None and due > now:
+            return Defer((due - now).total_seconds())
         return ("bury" if job["attempts"] >= budget(job["max_retries"]) else "take", job)
 
     async def _write(
@@ -156,7 +158,7 @@ class JobStore:
         for job, staged in buried:
             verdicts[job["id"]] = ToDeadLetters([*events[job["id"]], staged])
 
-    def _claim(self, job: Row, now: datetime) -> Change:
+    def _claim(self, job: JobRow, now: datetime) -> Change:
         values = {
             "attempts": job["attempts"] + 1,
             "runs": job["runs"] + 1,
@@ -166,7 +168,7 @@ class JobStore:
         }
         return Change(job, values)
 
-    async def renew_many(self, jobs: list[Row]) -> set[str]:
+    async def renew_many(self, jobs: list[JobRow]) -> set[str]:
         """Extend the leases of these runs with one statement; return the ids still ours (not fenced out)."""
         if not jobs:
             return set()
@@ -197,16 +199,16 @@ class JobStore:
         return [recorded.get(o.job["id"]) for o in outcomes]
 
 
-async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, Row]:
+async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:
     result = await conn.execute(select(JOBS).where(JOBS.c.id.in_(sorted(set(job_ids)))))
-    return {row.id: dict(row._mapping) for row in result}
+    return {row.id: job_row(row._mapping) for row in result}
 
 
 def _final(verdict: Verdict | Take) -> Verdict:
     return Raced() if isinstance(verdict, tuple) else verdict
 
 
-def _burial(job: Row, now: datetime) -> Change:
+def _burial(job: JobRow, now: datetime) -> Change:
     """A worker died on the last attempt: the crash used up the budget, so dead-letter without running."""
     error = {
         "type": "WorkerLost",
@@ -216,16 +218,16 @@ def _burial(job: Row, now: datetime) -> Change:
     return Change(job, values, {"error": error})
 
 
-def succeeded(job: Row, result: Any) -> Outcome:
+def succeeded(job: JobRow, result: Any) -> Outcome:
     values = {"result": result, "error": None, "finished_at": utcnow(), "lease_until": None}
     return Outcome(job, S.SUCCEEDED, values, {})
 
 
-def retrying(job: Row, error: Row, next_attempt_at: datetime) -> Outcome:
+def retrying(job: JobRow, error: Row, next_attempt_at: datetime) -> Outcome:
     values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None}
     return Outcome(job, S.RETRYING, values, {"error": error, "next_attempt_at": next_attempt_at.isoformat()})
 
 
-def dead_lettered(job: Row, error: Row, reason: str) -> Outcome:
+def dead_lettered(job: JobRow, error: Row, reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})

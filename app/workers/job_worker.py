@@ -18,11 +18,11 @@ from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
+from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
-from app.services.transitions import Row
 from app.workers.consumers import ConsumerGroup
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
@@ -144,7 +144,7 @@ class JobWorker:
                 return verdict, lock
         return Defer(self.store.lease_seconds), lock
 
-    async def _run(self, message: AbstractIncomingMessage, job: Row, lock: Lock, probe: bool) -> None:
+    async def _run(self, message: AbstractIncomingMessage, job: JobRow, lock: Lock, probe: bool) -> None:
         settings = self.resources.settings
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
@@ -188,7 +188,7 @@ class JobWorker:
             return
         await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
-    async def _failed(self, message: AbstractIncomingMessage, job: Row, lock: Lock, exc: Exception) -> None:
+    async def _failed(self, message: AbstractIncomingMessage, job: JobRow, lock: Lock, exc: Exception) -> None:
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())

@@ -7,14 +7,14 @@ from typing import Any
 
 from loguru import logger
 
-from app.services.transitions import Row
+from app.models.rows import JobRow
 from app.workers.job_store import JobStore
 from app.workers.lock import JobLocks, Lock
 
 
 @dataclass(frozen=True)
 class Lease:
-    job: Row  # as claimed: its `runs` is the fencing token
+    job: JobRow  # as claimed: its `runs` is the fencing token
     lock: Lock
     attempt: "asyncio.Task[Any]"
 
