@@ -84,23 +84,26 @@ class DlqService:
             candidates = [job_row(r._mapping) for r in await conn.execute(query)]
         replayed = []
         for job in candidates:
-            staged = await self._replay_one(job)
-            if staged:
-                await self.outbox.publish(staged)
+            done = await self._replay_one(job)
+            if done is not None:
+                await self.outbox.publish(done[1])
                 replayed.append(job["id"])
         return replayed
 
     async def retry(self, principal: Principal, job_id: str) -> JobRow | None:
-        """Replay one job; None when the caller has no such job, NotDeadLettered when it is not dead."""
+        """Replay one job, answering it as replayed (a worker may take it a moment later); None when the caller
+        has no such job, NotDeadLettered when it is not dead."""
         job = await self._visible(principal, job_id)
         if job is None:
             return None
-        if job["status"] != S.DEAD_LETTERED or not (staged := await self._replay_one(job)):
+        replayed = await self._replay_one(job) if job["status"] == S.DEAD_LETTERED else None
+        if replayed is None:
             raise NotDeadLettered(job_id)
+        queued, staged = replayed
         await self.outbox.publish(staged)
-        return await self._visible(principal, job_id)
+        return queued
 
-    async def _replay_one(self, job: JobRow) -> list[Pending]:
+    async def _replay_one(self, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message, in one tx."""
         values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
         trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
@@ -113,8 +116,8 @@ class DlqService:
                 queued, event = moved
                 staged = await outbox_rows.add(conn, job_outgoing(self.names, JobMessage.from_row(queued)))
         except _Lost:
-            return []  # someone else replayed or changed it first; the transaction rolled back
-        return [staged, event]
+            return None  # someone else replayed or changed it first; the transaction rolled back
+        return queued, [staged, event]
 
     async def cancel(self, principal: Principal, job_id: str) -> JobRow | None:
         """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
