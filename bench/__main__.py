@@ -9,6 +9,8 @@ reported in the table, not by the exit code.
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import shutil
 import signal
 import sys
@@ -35,6 +37,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="where to write the table (default: bench/results/...)")
     parser.add_argument("--only", nargs="+", choices=list(SCENARIOS), help="run only these scenarios")
     parser.add_argument("--profile", type=Path, help="profile the API and workers with py-spy into this folder")
+    parser.add_argument(
+        "--peers", action="store_true", help="drain with Celery and Dramatiq in --quick mode too (a full run does)"
+    )
     parser.add_argument("--keep-logs", action="store_true", help="keep the processes' logs (their folder is printed)")
     return parser.parse_args(argv)
 
@@ -56,6 +61,8 @@ async def run(args: argparse.Namespace) -> int:
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     sizes = QUICK if args.quick else FULL
+    if args.peers:
+        sizes = dataclasses.replace(sizes, peers=True)
     profiler = Profiler.create(args.profile) if args.profile else None
     env = BenchEnv()
     logs = Path(tempfile.mkdtemp(prefix="taskq-bench-"))
@@ -133,6 +140,9 @@ async def _run_scenario(
     """Run one scenario; once more if it fails (a shared broker may have restarted), then report the failure."""
     for attempt in (1, 2):
         say(f"{name} ..." if attempt == 1 else f"{name}: running it again")
+        if attempt == 2:  # a shared RabbitMQ that restarted may still be booting: wait for it (at most 2 minutes)
+            with contextlib.suppress(Exception):
+                await harness.broker.channel()
         try:
             return await scenario(harness, sizes)
         except Exception as exc:  # the other scenarios still run, and the table says what failed

@@ -39,6 +39,7 @@ SECRET_SETTINGS = ("admin_api_key", "secret_encryption_key")
 
 # The bench's own broker names (inside the namespace, so cleanup finds them): the baseline API publishes here.
 BASELINE_EXCHANGE = "bench.baseline"
+RAW_PUBLISH_QUEUE = "bench.raw-publish"
 BASELINE_TABLE = "bench_baseline_jobs"
 
 
@@ -57,6 +58,10 @@ class BenchEnv:
     admin_key: str = field(default_factory=lambda: "tq_bench_" + uuid.uuid4().hex)
     encryption_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
     created: bool = False
+    # Queues and exchanges a scenario declared besides the service's topology and the bench's own names (the
+    # peers' queues): cleanup deletes them too.
+    extra_queues: set[str] = field(default_factory=set)
+    extra_exchanges: set[str] = field(default_factory=set)
 
     @property
     def namespace(self) -> str:
@@ -78,6 +83,10 @@ class BenchEnv:
     @property
     def baseline_exchange(self) -> str:
         return f"{self.namespace}.{BASELINE_EXCHANGE}"
+
+    @property
+    def raw_publish_queue(self) -> str:
+        return f"{self.namespace}.{RAW_PUBLISH_QUEUE}"
 
     def settings(self, **overrides: Any) -> Settings:
         """The service's settings for a bench process; `.env` is never read."""
@@ -185,9 +194,14 @@ class BenchEnv:
         connection = await aio_pika.connect(RABBITMQ_URL)
         async with connection:
             channel = await connection.channel()
-            for queue in [*(q.name for q in topology.queues), self.baseline_exchange]:
+            own = [self.baseline_exchange, self.raw_publish_queue]
+            for queue in [*(q.name for q in topology.queues), *own, *sorted(self.extra_queues)]:
                 await channel.queue_delete(queue)
-            for exchange in [*(e.name for e in topology.exchanges), self.baseline_exchange]:
+            for exchange in [
+                *(e.name for e in topology.exchanges),
+                self.baseline_exchange,
+                *sorted(self.extra_exchanges),
+            ]:
                 await channel.exchange_delete(exchange)
 
     async def _drop_redis_keys(self) -> None:

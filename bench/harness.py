@@ -120,6 +120,7 @@ class Harness:
         requests: int,
         warmup: int = 0,
         rate: float = 0.0,
+        batch: int = 0,
         ids_out: Path | None = None,
         max_seconds: float = 900,
         name: str = "loadgen",
@@ -129,6 +130,8 @@ class Harness:
         args += ["--warmup", str(warmup), "--max-seconds", str(max_seconds)]
         if rate:
             args += ["--rate", str(rate)]
+        if batch:
+            args += ["--batch", str(batch)]
         if ids_out is not None:
             args += ["--ids-out", str(ids_out)]
         return await self.tool(name, "bench.loadgen", args, within=max_seconds + 60)

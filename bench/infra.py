@@ -126,7 +126,7 @@ class Broker:
                     self.connection = await aio_pika.connect(self.url)
                 self.channel_ = await self.connection.channel(publisher_confirms=True, on_return_raises=True)
                 return self.channel_
-            except (OSError, aio_pika.exceptions.AMQPError):
+            except (OSError, RuntimeError, aio_pika.exceptions.AMQPError):  # RuntimeError: a connection closed under us
                 if time.monotonic() > deadline:
                     raise
                 self.connection = None

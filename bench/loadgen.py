@@ -8,6 +8,9 @@ Two modes:
   until `--requests` were sent (after `--warmup` requests that are not counted);
 - open loop (`--rate R`): one request every 1/R seconds on a free connection of at most `--concurrency`.
 
+With `--batch K` each request is `POST {"jobs": [K echo jobs]}` (the batch endpoint) and the jobs answered
+are counted too (`jobs`, `jobs_per_s`: the items of each 2xx answer).
+
 With `--ids-out FILE` it writes one line per accepted job: `<job id> <wall-clock send time>`, so latencies
 can be joined with the database's or the webhook receiver's clock. A deliberately small client (raw asyncio
 streams rather than httpx) keeps the generator's own CPU low on a machine it shares with the server.
@@ -101,6 +104,7 @@ class Results:
     failures: int = 0  # no answer at all: refused, reset, timed out
     samples: list[str] = field(default_factory=list)
     ids: list[tuple[str, float]] = field(default_factory=list)
+    jobs: int = 0  # jobs accepted: one per 2xx answer, or the items of a batch answer
     lateness: list[float] = field(default_factory=list)  # open loop: how late a send left
 
     def note_failure(self, text: str) -> None:
@@ -116,15 +120,24 @@ class Target:
     path: str
     key: str
     want_ids: bool
+    batch: int = 0  # jobs per request for the batch endpoint; 0: one job, the single-job body
 
     def request(self, number: int) -> tuple[bytes, bytes]:
-        body = json.dumps({"job_type": "echo", "payload": {"n": number, "bench": True}}).encode()
+        if self.batch:
+            jobs = [_job(number * self.batch + i) for i in range(self.batch)]
+            body = json.dumps({"jobs": jobs}).encode()
+        else:
+            body = json.dumps(_job(number)).encode()
         head = (
             f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Authorization: Bearer {self.key}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         return head, body
+
+
+def _job(number: int) -> dict[str, object]:
+    return {"job_type": "echo", "payload": {"n": number, "bench": True}}
 
 
 async def _one(target: Target, conn: Connection, number: int, results: Results | None) -> None:
@@ -141,6 +154,7 @@ async def _one(target: Target, conn: Connection, number: int, results: Results |
     results.latencies.append(time.perf_counter() - started)
     results.statuses[status] = results.statuses.get(status, 0) + 1
     if 200 <= status < 300:
+        results.jobs += answer.count(b'"outcome"') if target.batch else 1
         if target.want_ids:
             results.ids.append((json.loads(answer)["id"], sent_wall))
     elif len(results.samples) < 5:
@@ -194,7 +208,8 @@ async def open_loop(
 
 async def run(args: argparse.Namespace) -> tuple[dict[str, object], list[tuple[str, float]]]:
     parts = urlsplit(args.url)
-    target = Target(parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/", args.key, bool(args.ids_out))
+    host, port, path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
+    target = Target(host, port, path, args.key, bool(args.ids_out), args.batch)
     conns = [Connection(target.host, target.port) for _ in range(args.concurrency)]
     deadline = time.monotonic() + args.max_seconds
     if args.warmup:
@@ -220,6 +235,8 @@ async def run(args: argparse.Namespace) -> tuple[dict[str, object], list[tuple[s
         "errors": answered + results.failures - accepted,
         "elapsed_s": round(elapsed, 4),
         "per_s": round(accepted / elapsed, 2) if elapsed > 0 else 0.0,
+        "jobs": results.jobs,
+        "jobs_per_s": round(results.jobs / elapsed, 2) if elapsed > 0 else 0.0,
         "latency_ms": summary([s * 1000 for s in results.latencies]),
         "late_ms": summary([s * 1000 for s in results.lateness]) if args.rate else None,
         "samples": results.samples,
@@ -236,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=0, help="requests sent first and not counted")
     parser.add_argument("--rate", type=float, default=0.0, help="open loop: requests per second")
+    parser.add_argument("--batch", type=int, default=0, help="jobs per request, for the batch endpoint")
     parser.add_argument("--ids-out", default="", help="write `<job id> <send time>` per accepted job here")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after this long")
     args = parser.parse_args(argv)

@@ -54,6 +54,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def _parents() -> dict[int, int]:
+    """Every process's parent, by pid."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def process_tree(pid: int) -> list[int]:
+    """A process and all its descendants still running (a prefork worker's children, say)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo += children.get(current, [])
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its running descendants (a child that already exited loses
+    its share)."""
+    return sum(cpu_seconds(member) for member in process_tree(pid))
+
+
 def _service_cpu() -> dict[int, tuple[str, float]]:
     """CPU seconds of each PostgreSQL, RabbitMQ and Redis process, by pid."""
     found = {}
@@ -173,13 +204,14 @@ class Procs:
     started: list[Proc] = field(default_factory=list)
     counter: int = 0
 
-    def start(self, name: str, args: list[str], env: dict[str, str]) -> Proc:
-        """Run `python <args>` in the repository root, its output in a log file of its own."""
+    def start(self, name: str, args: list[str], env: dict[str, str], python: str = sys.executable) -> Proc:
+        """Run `python <args>` in the repository root, its output in a log file of its own (`python` may be
+        another virtualenv's interpreter)."""
         self.counter += 1
         log = self.logs / f"{self.counter:02d}-{name}.log"
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                [sys.executable, *args],
+                [python, *args],
                 env=env,
                 cwd=ROOT,
                 stdout=out,
@@ -195,9 +227,11 @@ class Procs:
         """`python -m app <command>`: the service, as an operator starts it."""
         return self.start(name, ["-m", "app", *command], env)
 
-    async def run_tool(self, name: str, args: list[str], env: dict[str, str], within: float) -> dict[str, Any]:
+    async def run_tool(
+        self, name: str, args: list[str], env: dict[str, str], within: float, python: str = sys.executable
+    ) -> dict[str, Any]:
         """Run a bench tool to its end and return the one JSON line it printed last."""
-        proc = self.start(name, args, env)
+        proc = self.start(name, args, env, python)
         code = await proc.wait(within)
         if code is None:
             proc.kill()

@@ -1,0 +1,60 @@
+"""How much each scenario does: the full run's sizes and the quick check's, and the drain time budget."""
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Sizes:
+    ingest_requests: int  # per concurrency level, after the warm-up
+    ingest_warmup: int
+    publish_messages: int  # raw confirmed publishes, the broker's floor for one message per job
+    batch_jobs: int  # jobs submitted through POST /api/v1/jobs/batch, after one warm-up round
+    drain_jobs: int  # also the peers' (Celery, Dramatiq) no-op tasks
+    peers: bool  # whether the end-to-end scenario drains the same N with Celery and Dramatiq
+    latency_rate: float  # jobs/s for end-to-end latency
+    latency_jobs: int
+    hook_jobs: int  # deliveries drained for deliveries/s
+    hook_rate: float  # jobs/s for submit -> callback latency
+    hook_latency_jobs: int
+    soak_jobs: int
+    soak_checkpoint: int
+
+    def shown(self) -> dict[str, object]:
+        return asdict(self)
+
+
+FULL = Sizes(
+    ingest_requests=2000,
+    ingest_warmup=100,
+    publish_messages=20_000,
+    batch_jobs=20_000,
+    drain_jobs=3000,
+    peers=True,
+    latency_rate=20,
+    latency_jobs=600,
+    hook_jobs=1000,
+    hook_rate=100,
+    hook_latency_jobs=2000,
+    soak_jobs=50_000,
+    soak_checkpoint=10_000,
+)
+QUICK = Sizes(
+    ingest_requests=100,
+    ingest_warmup=10,
+    publish_messages=1000,
+    batch_jobs=2000,
+    drain_jobs=300,
+    peers=False,
+    latency_rate=20,
+    latency_jobs=40,
+    hook_jobs=100,
+    hook_rate=100,
+    hook_latency_jobs=100,
+    soak_jobs=1000,
+    soak_checkpoint=200,
+)
+
+
+def drain_budget(jobs: int) -> float:
+    """Seconds a drain may take before the scenario gives up (at 5 jobs/s at worst, and 2 minutes at least)."""
+    return max(120.0, jobs / 5)

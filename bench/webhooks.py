@@ -1,0 +1,191 @@
+"""The webhooks scenario: N job events delivered by one webhook worker to a signature-verifying receiver,
+beside raw httpx POSTs at the same concurrency; then submit -> callback latency at a calm and a busy rate."""
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench.env import free_port
+from bench.harness import Harness, Server, read_ids, records, reset_receiver
+from bench.procs import Proc, until, wait_http_ready
+from bench.report import Row, num, ratio
+from bench.sizes import Sizes, drain_budget
+from bench.stats import percentile
+
+HOOK_JOB_CONSUMERS = 8
+
+
+@dataclass
+class Hooks:
+    """What the webhook scenario runs: API, receiver, job worker, and (later) the webhook worker."""
+
+    api: Server
+    key: str
+    endpoint: dict[str, Any]
+    receiver: Server
+    worker: Proc
+    hooks: Proc | None = None
+    rejected: int = 0
+
+
+async def webhooks(h: Harness, sizes: Sizes) -> list[Row]:
+    settings = h.env.settings()
+    in_flight = min(settings.webhook_consumers, settings.webhook_max_in_flight_per_endpoint)
+    h.record_settings(
+        "webhooks", job_consumers_default=HOOK_JOB_CONSUMERS, job_consumers_critical=0, job_consumers_bulk=0
+    )
+    await h.env.reset()
+    run = await _hooks_setup(h)
+    try:
+        ours, gap = await _delivery_drain(h, run, sizes.hook_jobs)
+        await reset_receiver(run.receiver)
+        raw = await h.tool(
+            "raw-webhooks",
+            "bench.raw_webhooks",
+            ["--url", f"{run.receiver.base}/hook", "--concurrency", str(in_flight), "--count", str(sizes.hook_jobs)],
+            within=drain_budget(sizes.hook_jobs) + 60,
+            BENCH_WEBHOOK_SECRET=run.endpoint["secret"],
+        )
+        calm_rate = sizes.latency_rate
+        calm = await _callback_latency(h, run, calm_rate, max(20, int(sizes.hook_latency_jobs * calm_rate / 100)))
+        busy = await _callback_latency(h, run, sizes.hook_rate, sizes.hook_latency_jobs)
+        await h.call(run.api, "DELETE", f"/api/v1/webhooks/{run.endpoint['id']}", run.key)
+    finally:
+        for proc in (run.hooks, run.worker, run.api.proc, run.receiver.proc):
+            if proc is not None:
+                await proc.stop()
+
+    raw_stats = raw.get("latency_ms", {})
+    raw_ms = f"raw POST {num(raw_stats.get('p50'))} / {num(raw_stats.get('p99'))}"
+    missing = calm["missing"] + busy["missing"]
+    h.notes.append(
+        "webhooks: deliveries/s is (N - 1) / (last - first arrival) at the receiver (largest gap between two "
+        f"arrivals: {gap:.2f} s); submit→callback is the receiver's arrival time minus the load generator's send "
+        "time (one machine clock) for every accepted job; the raw POST figures are httpx round trips."
+    )
+    return [
+        Row(
+            "webhooks",
+            f"deliveries/s: {sizes.hook_jobs} queued job.succeeded events → 1 webhook worker → verifying receiver "
+            f"({settings.webhook_consumers} consumers, ≤ {settings.webhook_max_in_flight_per_endpoint} in flight "
+            f"per endpoint; raw: {in_flight} concurrent)",
+            num(ours),
+            f"raw httpx {num(raw['per_s'])}",
+            f"{num(ratio(ours, raw['per_s']), 2)} x raw",
+        ),
+        Row(
+            "webhooks",
+            f"submit→callback p50 / p99 ms at {num(calm_rate, 0)} jobs/s offered ({num(calm['accepted'])} accepted/s)",
+            f"{num(calm['p50'])} / {num(calm['p99'])}",
+            raw_ms,
+        ),
+        Row(
+            "webhooks",
+            f"submit→callback p50 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy['accepted'])} accepted/s)",
+            num(busy["p50"]),
+            f"raw POST {num(raw_stats.get('p50'))}",
+            "—",
+            "≤ 25 ms",
+            busy["p50"] <= 25,
+        ),
+        Row(
+            "webhooks",
+            f"submit→callback p99 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy['accepted'])} accepted/s)",
+            num(busy["p99"]),
+            f"raw POST {num(raw_stats.get('p99'))}",
+            "—",
+            "≤ 150 ms",
+            busy["p99"] <= 150,
+        ),
+        Row(
+            "webhooks",
+            "callbacks missing / failing signature verification",
+            f"{missing} / {run.rejected}",
+            f"raw {raw['failed']} failed",
+            "—",
+            "0 / 0",
+            missing == 0 and run.rejected == 0,
+        ),
+    ]
+
+
+async def _hooks_setup(h: Harness) -> Hooks:
+    """API, a client key, an endpoint registered for job.succeeded, its receiver, and one job worker."""
+    api = await h.start_api()
+    key = await h.client_key(api)
+    port = free_port()
+    hook = {"url": f"http://127.0.0.1:{port}/hook", "events": ["job.succeeded"], "description": "bench receiver"}
+    endpoint = await h.call(api, "POST", "/api/v1/webhooks", key, hook)
+    env = {**h.env.process_env(), "BENCH_WEBHOOK_SECRET": endpoint["secret"]}
+    receiver = Server(h.procs.start("receiver", ["-m", "bench.receiver", "--port", str(port)], env), port)
+    await wait_http_ready(receiver.proc, f"{receiver.base}/records")
+    worker = await h.start_job_worker(HOOK_JOB_CONSUMERS, name="job-worker-hooks")
+    return Hooks(api, key, endpoint, receiver, worker)
+
+
+async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, float]:
+    """N jobs run first, so their events wait in <ns>.webhooks.events; then one webhook worker drains them.
+    Returns deliveries/s and the largest gap between two arrivals."""
+    await h.loadgen(run.api.jobs_url, run.key, concurrency=32, requests=jobs, name="loadgen-hook-jobs")
+    await h.wait_succeeded(jobs, drain_budget(jobs), f"{jobs} jobs for webhooks")
+    events_queue = h.env.settings_topology().names.webhook_events_queue
+
+    async def events_waiting() -> bool:
+        return (await h.broker.depth_and_consumers(events_queue))[0] >= jobs
+
+    await until(events_waiting, 60, "job.succeeded events in the webhook events queue")
+    run.hooks = await h.start_webhook_worker()
+    procs = {"webhook worker": run.hooks}
+    async with h.profiled("webhook-worker-drain", run.hooks), h.metered("the webhook drain", procs):
+        delivered = await _collect(run.receiver, jobs, drain_budget(jobs))
+    if delivered["verified"] < jobs:
+        raise RuntimeError(f"only {delivered['verified']} of {jobs} deliveries arrived")
+    run.rejected += delivered["rejected"]
+    arrivals = sorted(r[0] for r in delivered["records"])
+    gap = max((b - a for a, b in itertools.pairwise(arrivals)), default=0.0)
+    per_s = (len(arrivals) - 1) / max(arrivals[-1] - arrivals[0], 1e-6) if len(arrivals) > 1 else 0.0
+    return per_s, gap
+
+
+async def _callback_latency(h: Harness, run: Hooks, rate: float, jobs: int) -> dict[str, float]:
+    """Submit at `rate` with everything running; submit -> verified callback per accepted job, in ms."""
+    await reset_receiver(run.receiver)
+    ids = h.work / f"webhook-latency-{rate:g}.ids"
+    procs = {"API": run.api.proc, "job worker": run.worker}
+    if run.hooks is not None:
+        procs["webhook worker"] = run.hooks
+    async with h.metered(f"submit→callback at {rate:g} jobs/s, until the last callback", procs):
+        load = await h.loadgen(
+            run.api.jobs_url,
+            run.key,
+            concurrency=32,
+            requests=jobs,
+            rate=rate,
+            ids_out=ids,
+            name=f"loadgen-hook-latency-{rate:g}",
+        )
+        sent = read_ids(ids)
+        got = await _collect(run.receiver, len(sent), drain_budget(len(sent)))
+    run.rejected += got["rejected"]
+    arrived = {r[3]: r[0] for r in got["records"] if r[2] == "job.succeeded" and r[3] in sent}
+    latencies = [(arrived[job] - at) * 1000 for job, at in sent.items() if job in arrived]
+    return {
+        "p50": percentile(latencies, 50),
+        "p99": percentile(latencies, 99),
+        "accepted": load["per_s"],
+        "missing": len(sent) - len(latencies),
+    }
+
+
+async def _collect(receiver: Server, count: int, within: float) -> dict[str, Any]:
+    """What the receiver got, once it has `count` verified callbacks or `within` seconds passed."""
+    deadline = time.monotonic() + within
+    while True:
+        if not receiver.proc.alive():
+            raise RuntimeError(f"receiver exited:\n{receiver.proc.tail()}")
+        got = await records(receiver)
+        if got["verified"] >= count or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.25)
