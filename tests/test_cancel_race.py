@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
-from app.services.transitions import queue_many
+from app.services.transitions import queue_pending
 from tests.support import Api, make_job, trail, wait_for
 
 
@@ -53,8 +53,7 @@ async def test_a_cancel_that_loses_its_compare_and_set_to_the_confirmation_reads
     state: ApiState = api.app.state.api
     async with db.connect() as confirming:
         transaction = await confirming.begin()
-        row = dict((await confirming.execute(select(JOBS).where(JOBS.c.id == job_id))).one()._mapping)
-        assert len(await queue_many(confirming, state.resources.names, [row])) == 1  # row locked until commit
+        assert len(await queue_pending(confirming, state.resources.names, [job_id])) == 1  # locked until commit
         cancel = asyncio.create_task(api.client.post(f"/api/v1/jobs/{job_id}/cancel", headers=headers))
         await wait_for(lambda: _waiting_on_a_lock(db), within=10)
         await transaction.commit()

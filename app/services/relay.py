@@ -11,7 +11,7 @@ from app.services.janitor import DlqJanitor
 from app.services.outbox import Outbox, Pending
 from app.services.overdue import republish_overdue
 from app.services.retention import Retention
-from app.services.transitions import queue_published
+from app.services.transitions import queue_pending
 
 
 def make_outbox(resources: Resources) -> Outbox:
@@ -25,7 +25,7 @@ def make_outbox(resources: Resources) -> Outbox:
 
 
 async def _mark_queued(resources: Resources, conn: AsyncConnection, job_ids: list[str]) -> list[Pending]:
-    return await queue_published(conn, resources.names, job_ids)
+    return [staged for _, staged in await queue_pending(conn, resources.names, job_ids)]
 
 
 def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Update, insert, select, update
+from sqlalchemy import ColumnElement, Update, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import job_event
@@ -23,6 +23,14 @@ EVENTS = JOB_EVENTS
 INSERT_EVENT = insert(EVENTS)
 
 Row = dict[str, Any]
+
+
+QUEUE_PENDING = (
+    update(JOBS)
+    .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), JOBS.c.status == JobStatus.PENDING)
+    .values(status=str(JobStatus.QUEUED), seq=JOBS.c.seq + 1, updated_at=bindparam("now"))
+    .returning(*JOBS.c)
+)
 
 
 def _column(job: JobRow, name: str) -> Any:
@@ -124,16 +132,14 @@ async def record(
     return list(zip([after for _, after, _ in moves], staged, strict=True))
 
 
-async def queue_many(conn: AsyncConnection, names: Names, jobs: list[JobRow]) -> list[tuple[JobRow, Pending]]:
-    """pending -> queued once the broker has their messages, for the jobs nothing moved first."""
-    pending = [Change(job) for job in jobs if job["status"] == JobStatus.PENDING]
-    return await move_many(conn, names, JobStatus.QUEUED, pending)
+async def queue_pending(conn: AsyncConnection, names: Names, job_ids: list[str]) -> list[tuple[JobRow, Pending]]:
+    """pending -> queued once the broker has these jobs' messages: one UPDATE for those nothing moved first.
 
-
-async def queue_published(conn: AsyncConnection, names: Names, job_ids: list[str]) -> list[Pending]:
-    """After these jobs' messages reached the broker: pending -> queued for those still pending."""
+    `pending` has one way in and leaves only by a move guarded like this one, so the status is the whole
+    compare-and-set; no row needs reading first. Both the confirmation of a publish and a worker whose message
+    arrived before that confirmation was recorded come here: whichever commits first moves the job.
+    """
     if not job_ids:
         return []
-    query = select(JOBS).where(JOBS.c.id.in_(job_ids), JOBS.c.status == JobStatus.PENDING)
-    rows = [job_row(row._mapping) for row in await conn.execute(query)]
-    return [staged for _, staged in await queue_many(conn, names, rows)]
+    result = await conn.execute(QUEUE_PENDING, {"ids": sorted(set(job_ids)), "now": utcnow()})
+    return await record(conn, names, [(JobStatus.PENDING, job_row(r._mapping), {}) for r in result])

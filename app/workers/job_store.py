@@ -1,7 +1,6 @@
 """The job worker's database side, set-based (rule 17): claim a batch by compare-and-set, renew every lease
 held, record a batch of outcomes behind the per-row fencing check."""
 
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +15,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services.outbox import Pending
-from app.services.transitions import Change, Row, move_many, queue_many, record
+from app.services.transitions import Change, Row, move_many, queue_pending, record
 from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
@@ -97,15 +96,20 @@ class JobStore:
     async def claim_many(self, job_ids: list[str]) -> list[Verdict]:
         """Decide what each delivered message means for its job (rule 4); claim those that are ours to run.
 
-        The common case, a queued job within its budget, is claimed by one UPDATE for the whole batch; the
-        others are read and judged one by one, in the same transaction.
+        The common case, a queued (or still pending) job within its budget, is claimed by one UPDATE for the
+        whole batch; the others are read and judged one by one, in the same transaction.
         """
         now = utcnow()
         lease = now + timedelta(seconds=self.lease_seconds)
         async with self.engine.begin() as conn:
+            # The message may have beaten the record of its own publish: queue those first, then claim.
+            queued = {job["id"]: staged for job, staged in await queue_pending(conn, self.names, job_ids)}
             result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
             taken = await record(conn, self.names, [(S.QUEUED, job_row(r._mapping), {}) for r in result])
-            verdicts: dict[str, Verdict | Take] = {job["id"]: Claimed(job, [staged]) for job, staged in taken}
+            verdicts: dict[str, Verdict | Take] = {
+                job["id"]: Claimed(job, [*([queued[job["id"]]] if job["id"] in queued else []), staged])
+                for job, staged in taken
+            }
             rest = [job_id for job_id in job_ids if job_id not in verdicts]
             if rest:
                 verdicts.update(await self._claim_others(conn, rest, now))
@@ -114,13 +118,8 @@ class JobStore:
     async def _claim_others(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> dict[str, Any]:
         """Pending, retrying, leased, finished or spent jobs: read, judge each (rule 4), write what follows."""
         rows = await _read(conn, job_ids)
-        events: dict[str, list[Pending]] = defaultdict(list)
-        pending = [job for job in rows.values() if job["status"] == S.PENDING]
-        for job, staged in await queue_many(conn, self.names, pending):  # the message beat pending -> queued
-            rows[job["id"]] = job
-            events[job["id"]].append(staged)
         verdicts: dict[str, Any] = {job_id: self._judge(job, now) for job_id, job in rows.items()}
-        await self._write(conn, verdicts, events, now)
+        await self._write(conn, verdicts, now)
         return verdicts
 
     def _judge(self, job: JobRow, now: datetime) -> Verdict | Take:
@@ -138,9 +137,7 @@ class JobStore:
             return Defer((due - now).total_seconds())
         return ("bury" if job["attempts"] >= budget(job["max_retries"]) else "take", job)
 
-    async def _write(
-        self, conn: AsyncConnection, verdicts: dict[str, Any], events: dict[str, list[Pending]], now: datetime
-    ) -> None:
+    async def _write(self, conn: AsyncConnection, verdicts: dict[str, Any], now: datetime) -> None:
         """Write the claims and the burials with one compare-and-set each; losers of a race are Raced."""
         to_take = [v[1] for v in verdicts.values() if isinstance(v, tuple) and v[0] == "take"]
         to_bury = [v[1] for v in verdicts.values() if isinstance(v, tuple) and v[0] == "bury"]
@@ -154,9 +151,9 @@ class JobStore:
         for job_id in [j["id"] for j in to_take + to_bury]:
             verdicts[job_id] = Raced()
         for job, staged in taken:
-            verdicts[job["id"]] = Claimed(job, [*events[job["id"]], staged])
+            verdicts[job["id"]] = Claimed(job, [staged])
         for job, staged in buried:
-            verdicts[job["id"]] = ToDeadLetters([*events[job["id"]], staged])
+            verdicts[job["id"]] = ToDeadLetters([staged])
 
     def _claim(self, job: JobRow, now: datetime) -> Change:
         values = {
