@@ -9,6 +9,15 @@ from loguru import logger
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+# Take each free key with our token; for each key another worker holds, how many ms it has left (-1: ours now).
+ACQUIRE = """
+local left = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('set', key, ARGV[i + 1], 'NX', 'PX', ARGV[1]) then left[i] = -1
+  else left[i] = math.max(redis.call('pttl', key), 0) end
+end
+return left
+"""
 # Renew or delete only the keys that still hold our token: another worker may own some of them by now.
 RENEW = """
 local n = 0
@@ -48,31 +57,18 @@ class JobLocks:
     ttl_ms: int
 
     async def acquire(self, keys: list[str]) -> list[Lock]:
-        """Try to take every key in one round trip (a second one asks how long the others have left);
-        Redis down means NO_REDIS for all: carry on with the database lease alone."""
+        """Try to take every key in one round trip; Redis down means NO_REDIS for all: carry on with the
+        database lease alone."""
         tokens = [secrets.token_hex(16) for _ in keys]
         try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for key, token in zip(keys, tokens, strict=True):
-                    pipe.set(key, token, nx=True, px=self.ttl_ms)
-                taken = await pipe.execute()
-            theirs = [key for key, ok in zip(keys, taken, strict=True) if not ok]
-            left = dict(zip(theirs, await self._ttls(theirs), strict=True))
+            left = await self.redis.register_script(ACQUIRE)(keys, [self.ttl_ms, *tokens])
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, carrying on with the database lease alone: {}", exc)
             return [Lock(key, Held.NO_REDIS) for key in keys]
         return [
-            Lock(key, Held.OURS, token) if ok else Lock(key, Held.THEIRS, seconds_left=max(left[key], 0) / 1000)
-            for key, token, ok in zip(keys, tokens, taken, strict=True)
+            Lock(key, Held.OURS, token) if ms < 0 else Lock(key, Held.THEIRS, seconds_left=ms / 1000)
+            for key, token, ms in zip(keys, tokens, left, strict=True)
         ]
-
-    async def _ttls(self, keys: list[str]) -> list[int]:
-        if not keys:
-            return []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.pttl(key)
-            return list(await pipe.execute())
 
     async def renew(self, locks: list[Lock]) -> None:
         ours = [lock for lock in locks if lock.held is Held.OURS]
