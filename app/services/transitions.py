@@ -3,7 +3,7 @@ caller's transaction. Every status change of a job goes through `move_many` (`mo
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import ColumnElement, Update, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -35,6 +35,14 @@ QUEUE_PENDING = (
 
 def _column(job: JobRow, name: str) -> Any:
     return cast(Row, job).get(name)
+
+
+class Move(NamedTuple):
+    """A status change made by a compare-and-set, not yet in the audit trail: from where, the job after it."""
+
+    source: str
+    after: JobRow
+    detail: Row
 
 
 @dataclass(frozen=True)
@@ -79,16 +87,25 @@ async def move_many(
     The per-row seq in the WHERE makes this a compare-and-set on each row as read; the status guard keeps
     every change inside the transition table. Audit rows and outbox events go in one statement each.
     """
+    return await record(conn, names, await cas_many(conn, to, changes, where=where))
+
+
+async def cas_many(
+    conn: AsyncConnection, to: JobStatus, changes: list[Change], *, where: tuple[ColumnElement[bool], ...] = ()
+) -> list[Move]:
+    """`move_many`'s UPDATE alone: the moves it made, for the caller to `record` (with others) in this transaction."""
     if not changes:
         return []
     now = utcnow()
     by_id = {c.job["id"]: c for c in changes}
     result = await conn.execute(compare_and_set(to, changes, now, where))
     moved = [by_id[job_id] for job_id in result.scalars()]
-    afters = [job_with(c.job, **c.values, status=str(to), seq=c.job["seq"] + 1, updated_at=now) for c in moved]
-    return await record(
-        conn, names, [(c.job["status"], after, c.detail) for c, after in zip(moved, afters, strict=True)]
-    )
+    return [
+        Move(
+            c.job["status"], job_with(c.job, **c.values, status=str(to), seq=c.job["seq"] + 1, updated_at=now), c.detail
+        )
+        for c in moved
+    ]
 
 
 def compare_and_set(
@@ -111,35 +128,35 @@ def compare_and_set(
     )
 
 
-async def record(
-    conn: AsyncConnection, names: Names, moves: list[tuple[str, JobRow, Row]]
-) -> list[tuple[JobRow, Pending]]:
-    """The audit rows and staged events of moves already made: (from status, the job after, detail) each."""
+async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list[tuple[JobRow, Pending]]:
+    """The audit rows and staged events of moves already made, one statement each, whatever the moves were."""
     if not moves:
         return []
     trail = [
         {
-            "job_id": after["id"],
-            "event": after["status"],
-            "detail": {"from": source, "to": after["status"], "attempt": after["attempts"], **detail},
-            "created_at": after["updated_at"],
+            "job_id": m.after["id"],
+            "event": m.after["status"],
+            "detail": {"from": m.source, "to": m.after["status"], "attempt": m.after["attempts"], **m.detail},
+            "created_at": m.after["updated_at"],
         }
-        for source, after, detail in moves
+        for m in moves
     ]
     await conn.execute(INSERT_EVENT, trail)
-    events = [job_event(names, after, after["updated_at"]) for _, after, _ in moves]
-    staged = await outbox.add_many(conn, events)
-    return list(zip([after for _, after, _ in moves], staged, strict=True))
+    staged = await outbox.add_many(conn, [job_event(names, m.after, m.after["updated_at"]) for m in moves])
+    return list(zip([m.after for m in moves], staged, strict=True))
 
 
 async def queue_pending(conn: AsyncConnection, names: Names, job_ids: list[str]) -> list[tuple[JobRow, Pending]]:
-    """pending -> queued once the broker has these jobs' messages: one UPDATE for those nothing moved first.
+    """pending -> queued once the broker has these jobs' messages, for those nothing moved first."""
+    return await record(conn, names, await cas_pending(conn, job_ids))
 
-    `pending` has one way in and leaves only by a move guarded like this one, so the status is the whole
-    compare-and-set; no row needs reading first. Both the confirmation of a publish and a worker whose message
-    arrived before that confirmation was recorded come here: whichever commits first moves the job.
-    """
+
+async def cas_pending(conn: AsyncConnection, job_ids: list[str]) -> list[Move]:
+    """`queue_pending`'s UPDATE alone. `pending` has one way in and leaves only by a move guarded like this one,
+    so the status is the whole compare-and-set; no row needs reading first. Both the confirmation of a publish
+    and a worker whose message arrived before that confirmation was recorded come here: whichever commits first
+    moves the job."""
     if not job_ids:
         return []
     result = await conn.execute(QUEUE_PENDING, {"ids": sorted(set(job_ids)), "now": utcnow()})
-    return await record(conn, names, [(JobStatus.PENDING, job_row(r._mapping), {}) for r in result])
+    return [Move(JobStatus.PENDING, job_row(r._mapping), {}) for r in result]

@@ -1,6 +1,7 @@
 """The job worker's database side, set-based (rule 17): claim a batch by compare-and-set, renew every lease
 held, record a batch of outcomes behind the per-row fencing check."""
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services.outbox import Pending
-from app.services.transitions import Change, Row, move_many, queue_pending, record
+from app.services.transitions import Change, Move, Row, cas_many, cas_pending, move_many, record
 from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
@@ -94,25 +95,70 @@ class JobStore:
     lease_seconds: float
 
     async def claim_many(self, job_ids: list[str]) -> list[Verdict]:
-        """Decide what each delivered message means for its job (rule 4); claim those that are ours to run.
+        """Decide what each delivered message means for its job (rule 4); claim those that are ours to run."""
+        verdicts, _ = await self.run_batch(job_ids, [])
+        return verdicts
 
-        The common case, a queued (or still pending) job within its budget, is claimed by one UPDATE for the
-        whole batch; the others are read and judged one by one, in the same transaction.
+    async def finish_many(self, outcomes: list[Outcome]) -> list[Pending | None]:
+        """Record every outcome whose fencing token (`runs`) still holds; None for the rest."""
+        _, recorded = await self.run_batch([], outcomes)
+        return recorded
+
+    async def run_batch(
+        self, job_ids: list[str], outcomes: list[Outcome]
+    ) -> tuple[list[Verdict], list[Pending | None]]:
+        """Claims and outcomes of many messages in one transaction (rule 17), their audit rows and events
+        written together: one INSERT each for the whole batch, whatever it holds.
+
+        The common claim, a queued (or still pending) job within its budget, is one UPDATE for the batch; the
+        others are read and judged one by one. Each outcome is recorded only where its run's fencing token
+        (`runs`) still holds.
         """
         now = utcnow()
-        lease = now + timedelta(seconds=self.lease_seconds)
         async with self.engine.begin() as conn:
-            # The message may have beaten the record of its own publish: queue those first, then claim.
-            queued = {job["id"]: staged for job, staged in await queue_pending(conn, self.names, job_ids)}
-            result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
-            taken = await record(conn, self.names, [(S.QUEUED, job_row(r._mapping), {}) for r in result])
-            verdicts: dict[str, Verdict | Take] = {
-                job["id"]: Claimed(job, [*([queued[job["id"]]] if job["id"] in queued else []), staged])
-                for job, staged in taken
-            }
-            rest = [job_id for job_id in job_ids if job_id not in verdicts]
-            if rest:
-                verdicts.update(await self._claim_others(conn, rest, now))
+            moves = await self._claim_moves(conn, job_ids, now) + await self._finish_moves(conn, outcomes)
+            staged = {(job["id"], job["seq"]): event for job, event in await record(conn, self.names, moves)}
+            verdicts = await self._verdicts(conn, job_ids, moves, staged, now)
+        recorded = [staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes]
+        return verdicts, recorded
+
+    async def _claim_moves(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> list[Move]:
+        """Queue what is still pending (the message beat the record of its own publish), then claim the queued."""
+        if not job_ids:
+            return []
+        queued = await cas_pending(conn, job_ids)
+        lease = now + timedelta(seconds=self.lease_seconds)
+        result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
+        return [*queued, *(Move(S.QUEUED, job_row(r._mapping), {}) for r in result)]
+
+    async def _finish_moves(self, conn: AsyncConnection, outcomes: list[Outcome]) -> list[Move]:
+        moves: list[Move] = []
+        for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
+            mine = [o for o in outcomes if o.to == to]
+            if mine:
+                tokens = {o.job["id"]: o.job["runs"] for o in mine}
+                fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
+                moves += await cas_many(conn, to, [Change(o.job, o.values, o.detail) for o in mine], where=(fenced,))
+        return moves
+
+    async def _verdicts(
+        self,
+        conn: AsyncConnection,
+        job_ids: list[str],
+        moves: list[Move],
+        staged: dict[tuple[str, int], Pending],
+        now: datetime,
+    ) -> list[Verdict]:
+        """Claimed for the jobs the claim UPDATE took (with their queued and running events); the rest judged."""
+        events: dict[str, list[Pending]] = defaultdict(list)
+        for move in moves:
+            events[move.after["id"]].append(staged[(move.after["id"], move.after["seq"])])
+        verdicts: dict[str, Verdict | Take] = {
+            m.after["id"]: Claimed(m.after, events[m.after["id"]]) for m in moves if m.after["status"] == S.RUNNING
+        }
+        rest = [job_id for job_id in job_ids if job_id not in verdicts]
+        if rest:
+            verdicts.update(await self._claim_others(conn, rest, now))
         return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
 
     async def _claim_others(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> dict[str, Any]:
@@ -179,21 +225,6 @@ class JobStore:
                 .returning(JOBS.c.id)
             )
             return set(result.scalars())
-
-    async def finish_many(self, outcomes: list[Outcome]) -> list[Pending | None]:
-        """Record every outcome whose fencing token (`runs`) still holds, in one transaction; None for the rest."""
-        recorded: dict[str, Pending] = {}
-        async with self.engine.begin() as conn:
-            for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
-                mine = [o for o in outcomes if o.to == to]
-                if not mine:
-                    continue
-                tokens = {o.job["id"]: o.job["runs"] for o in mine}
-                fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
-                changes = [Change(o.job, o.values, o.detail) for o in mine]
-                for job, staged in await move_many(conn, self.names, to, changes, where=(fenced,)):
-                    recorded[job["id"]] = staged
-        return [recorded.get(o.job["id"]) for o in outcomes]
 
 
 async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:
