@@ -18,14 +18,19 @@ from app.core.logging import configure_logging
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description="The task queue service.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("api", help="serve the HTTP API (workers embedded when EMBEDDED_WORKERS=true)")
+    api = commands.add_parser("api", help="serve the HTTP API (workers embedded when EMBEDDED_WORKERS=true)")
     commands.add_parser("migrate", help="bring the database schema up to date (alembic upgrade head)")
     commands.add_parser("dev", help="what `make run` does: check services, create dev keys, migrate, serve")
     worker = commands.add_parser("worker", help="run a worker process")
     worker.add_argument("kind", choices=["jobs", "webhooks"])
-    worker.add_argument(
-        "--processes", type=int, default=1, metavar="N", help="run N copies of the worker (default 1), say one per core"
-    )
+    for command, what in ((api, "the API"), (worker, "the worker")):
+        command.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            metavar="N",
+            help=f"run N copies of {what} (default 1), say one per core",
+        )
     args = parser.parse_args(argv)
     try:
         settings = get_settings()
@@ -37,16 +42,24 @@ def main(argv: list[str] | None = None) -> int:
         return migrate(settings)
     if args.command == "dev":
         return dev()
-    if args.command == "api":
-        return serve(settings)
-    if args.processes < 1:
-        print("--processes must be 1 or more.", file=sys.stderr)
+    if problem := _process_count_problem(settings, args.processes):
+        print(problem, file=sys.stderr)
         return 2
+    if args.command == "api":
+        return serve(settings, args.processes)
     if args.processes > 1:
         from app.workers.supervisor import supervise
 
         return supervise(args.kind, args.processes)
     return run_worker(settings, args.kind)
+
+
+def _process_count_problem(settings: Settings, processes: int) -> str | None:
+    if processes < 1:
+        return "--processes must be 1 or more."
+    if processes > 1 and settings.database_url.startswith("sqlite"):
+        return "SQLite serves one process; use PostgreSQL or MSSQL (DATABASE_URL) for --processes."
+    return None
 
 
 def migrate(settings: Settings) -> int:
@@ -86,12 +99,18 @@ def dev() -> int:
     return serve(settings)
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, processes: int = 1) -> int:
     import uvicorn
 
     from app.main import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None, access_log=False)
+    host, port = settings.host, settings.port
+    if processes == 1:
+        uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+        return 0
+    # uvicorn's own worker processes behind one socket, each building the app from the environment.
+    target = "app.main:app_from_environment"
+    uvicorn.run(target, factory=True, workers=processes, host=host, port=port, log_config=None, access_log=False)
     return 0
 
 

@@ -15,6 +15,7 @@ from app.api import errors
 from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
+from app.core.logging import configure_logging
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
@@ -80,6 +81,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorker | WebhookWorker]:
     """The workers `make run` runs inside the API process (seed 003)."""
     return {"job_worker": JobWorker(resources, outbox), "webhook_worker": WebhookWorker(resources, outbox)}
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one of several API processes (`python -m app api --processes N`): settings and logging from
+    the environment, as the parent read them."""
+    settings = get_settings()
+    configure_logging(settings)
+    return create_app(settings)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -63,9 +63,11 @@ class Harness:
         self.scenario_settings.setdefault(scenario, {}).update(shown)
 
     # -- processes ----------------------------------------------------------------------------------------
-    async def start_api(self, name: str = "api", **overrides: Any) -> Server:
+    async def start_api(self, name: str = "api", processes: int = 1, **overrides: Any) -> Server:
+        """`python -m app api`, as `processes` processes behind one port."""
         port = free_port()
-        proc = self.procs.app(name, ["api"], self.env.process_env(port=port, **overrides))
+        args = ["api", "--processes", str(processes)] if processes > 1 else ["api"]
+        proc = self.procs.app(name, args, self.env.process_env(port=port, **overrides))
         await wait_http_ready(proc, f"http://127.0.0.1:{port}/ready")
         return Server(proc, port)
 

@@ -42,15 +42,22 @@ async def test_children_die_with_a_killed_parent(broker: BrokerProbe, tmp_path: 
     await wait_for(lambda: consumers_are(broker, 0), within=15)
 
 
-def test_a_process_count_below_one_is_refused_with_a_sentence(tmp_path: Path) -> None:
-    env = settings_env(make_settings())
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "worker", "jobs", "--processes", "0"],
+def refused(env: dict[str, str], processes: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "worker", "jobs", "--processes", processes],
         env=env,
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2
-    assert "--processes must be 1 or more" in done.stderr
+
+
+def test_a_process_count_below_one_is_refused_with_a_sentence() -> None:
+    done = refused(settings_env(make_settings()), "0")
+    assert (done.returncode, "--processes must be 1 or more" in done.stderr) == (2, True)
+
+
+def test_several_processes_on_sqlite_are_refused_with_a_sentence(sqlite_url: str) -> None:
+    done = refused(settings_env(make_settings(database_url=sqlite_url)), "2")
+    assert (done.returncode, "SQLite serves one process" in done.stderr) == (2, True)
