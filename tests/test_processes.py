@@ -1,15 +1,16 @@
-"""`python -m app worker jobs --processes N`: N worker processes under one parent, stopped together."""
+"""`--processes N`: N worker (or API) processes under one parent, stopped together."""
 
 import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.core.names import Lane
 from tests.conftest import make_settings, settings_env
-from tests.support import ROOT, Api, BrokerProbe, app_process, until_status, wait_for
+from tests.support import ROOT, Api, BrokerProbe, app_process, free_port, until_status, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +62,32 @@ def test_a_process_count_below_one_is_refused_with_a_sentence() -> None:
 def test_several_processes_on_sqlite_are_refused_with_a_sentence(sqlite_url: str) -> None:
     done = refused(settings_env(make_settings(database_url=sqlite_url)), "2")
     assert (done.returncode, "SQLite serves one process" in done.stderr) == (2, True)
+
+
+async def test_two_api_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path) -> None:
+    port = free_port()
+    env = settings_env(make_settings(port=port))
+    with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as parent:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+
+            async def serving() -> bool:
+                try:
+                    return (await client.get("/health")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await wait_for(serving, within=30)
+            await wait_for(lambda: _serving_children(parent.popen.pid, 2), within=30)
+            assert (await client.get("/health")).json() == {"status": "ok"}
+        assert await asyncio.to_thread(parent.terminate, 30) == 0, parent.output()
+
+
+async def _serving_children(pid: int, count: int) -> bool:
+    return await asyncio.to_thread(_has_children, pid, count)
+
+
+def _has_children(pid: int, count: int) -> bool:
+    """Whether `pid` has `count` uvicorn worker processes (multiprocessing children running our app)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    spawned = [c for c in children if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return len(spawned) >= count
