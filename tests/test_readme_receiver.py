@@ -33,7 +33,7 @@ async def test_the_readme_receiver_verifies_a_real_delivery(
             sys.executable, str(script), env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT
         )
     try:
-        await asyncio.sleep(0.5)  # let it bind before the first delivery; a miss would only be retried anyway
+        await wait_for(lambda: _listening(port), within=20)  # bound before the first delivery goes out
         job = (await api.submit(headers)).json()
 
         async def printed() -> str | None:
@@ -49,3 +49,13 @@ async def test_the_readme_receiver_verifies_a_real_delivery(
     assert line.startswith("verified msg_")
     logs = (await api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=headers)).json()
     assert [d["status"] for d in logs] == ["succeeded"]
+
+
+async def _listening(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True

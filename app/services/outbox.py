@@ -2,7 +2,7 @@
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.broker import Broker, Outgoing
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
+from app.models import pg_batch
 from app.models.tables import OUTBOX
 from app.models.types import utcnow
 
@@ -72,7 +73,10 @@ async def add_many(conn: AsyncConnection, messages: list[Outgoing], job_ids: lis
         }
         for m, job_id in zip(messages, owners, strict=True)
     ]
-    ids = (await conn.execute(INSERT_MANY, rows)).scalars()
+    if pg_batch.applies(conn):
+        ids: Iterable[int] = await pg_batch.insert_outbox(conn, rows)
+    else:
+        ids = (await conn.execute(INSERT_MANY, rows)).scalars()
     return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.core.messages import job_event
 from app.core.names import Names
 from app.core.statuses import JobStatus, sources_of
+from app.models import pg_batch
 from app.models.rows import JobRow, job_row, job_with
 from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
@@ -141,7 +142,10 @@ async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list
         }
         for m in moves
     ]
-    await conn.execute(INSERT_EVENT, trail)
+    if pg_batch.applies(conn):
+        await pg_batch.insert_events(conn, trail)
+    else:
+        await conn.execute(INSERT_EVENT, trail)
     staged = await outbox.add_many(conn, [job_event(names, m.after, m.after["updated_at"]) for m in moves])
     return list(zip([m.after for m in moves], staged, strict=True))
 
@@ -158,5 +162,9 @@ async def cas_pending(conn: AsyncConnection, job_ids: list[str]) -> list[Move]:
     moves the job."""
     if not job_ids:
         return []
-    result = await conn.execute(QUEUE_PENDING, {"ids": sorted(set(job_ids)), "now": utcnow()})
-    return [Move(JobStatus.PENDING, job_row(r._mapping), {}) for r in result]
+    ids, now = sorted(set(job_ids)), utcnow()
+    if pg_batch.applies(conn):
+        rows = await pg_batch.queue_pending(conn, ids, now)
+    else:
+        rows = [r._mapping for r in await conn.execute(QUEUE_PENDING, {"ids": ids, "now": now})]
+    return [Move(JobStatus.PENDING, job_row(row), {}) for row in rows]

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.statuses import JobStatus
-from app.models.rows import JobRow, job_row
+from app.models import pg_batch
+from app.models.rows import JobRow, job_row, job_with
 from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
@@ -128,14 +129,20 @@ class JobStore:
             return []
         queued = await cas_pending(conn, job_ids)
         lease = now + timedelta(seconds=self.lease_seconds)
-        result = await conn.execute(CLAIM_QUEUED, {"ids": sorted(set(job_ids)), "now": now, "lease": lease})
-        return [*queued, *(Move(S.QUEUED, job_row(r._mapping), {}) for r in result)]
+        ids = sorted(set(job_ids))
+        if pg_batch.applies(conn):
+            rows = await pg_batch.claim_queued(conn, ids, now, lease)
+        else:
+            rows = [r._mapping for r in await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})]
+        return [*queued, *(Move(S.QUEUED, job_row(row), {}) for row in rows)]
 
     async def _finish_moves(self, conn: AsyncConnection, outcomes: list[Outcome]) -> list[Move]:
         moves: list[Move] = []
         for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
             mine = [o for o in outcomes if o.to == to]
-            if mine:
+            if mine and pg_batch.applies(conn):
+                moves += await _finish_on_postgresql(conn, to, mine)
+            elif mine:
                 tokens = {o.job["id"]: o.job["runs"] for o in mine}
                 fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
                 moves += await cas_many(conn, to, [Change(o.job, o.values, o.detail) for o in mine], where=(fenced,))
@@ -225,6 +232,19 @@ class JobStore:
                 .returning(JOBS.c.id)
             )
             return set(result.scalars())
+
+
+async def _finish_on_postgresql(conn: AsyncConnection, to: JobStatus, outcomes: list[Outcome]) -> list[Move]:
+    """The same compare-and-set as `cas_many` with the fencing check, as one unchanging statement."""
+    now = utcnow()
+    afters = [job_with(o.job, **o.values, status=str(to), seq=o.job["seq"] + 1, updated_at=now) for o in outcomes]
+    guards = [{**after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, after in zip(outcomes, afters, strict=True)]
+    moved = await pg_batch.finish(conn, str(to), now, guards)
+    return [
+        Move(o.job["status"], after, o.detail)
+        for o, after in zip(outcomes, afters, strict=True)
+        if after["id"] in moved
+    ]
 
 
 async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:

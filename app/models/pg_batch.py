@@ -1,0 +1,125 @@
+"""PostgreSQL only: the hot path's multi-row INSERTs as one statement text whatever the batch size (arrays,
+unnested), sent as driver SQL, so asyncpg prepares each once per connection and SQLAlchemy does no per-row
+work. This is DESIGN.md rule 14's one marked place for such SQL on the hot path; SQLite and MSSQL take the
+portable statements (`app/services/transitions.py`, `app/services/outbox.py`), which the tests run too.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.core.messages import dumps, loads
+
+INSERT_EVENTS = (
+    "INSERT INTO job_events (job_id, event, detail, created_at) "
+    "SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::json[], $4::timestamptz[])"
+)
+# Ordered by position, so the serial ids grow in the order of the rows given: sorted, they match them.
+INSERT_OUTBOX = (
+    "INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
+    "SELECT exchange, routing_key, body, headers, priority, message_id, job_id, created_at FROM unnest("
+    "$1::varchar[], $2::varchar[], $3::bytea[], $4::json[], $5::int[], $6::varchar[], $7::varchar[], "
+    "$8::timestamptz[]) WITH ORDINALITY "
+    "AS t(exchange, routing_key, body, headers, priority, message_id, job_id, created_at, n) ORDER BY n "
+    "RETURNING id"
+)
+
+
+def applies(conn: AsyncConnection) -> bool:
+    """Whether this connection can take the statements here: PostgreSQL through asyncpg."""
+    return conn.dialect.name == "postgresql" and conn.dialect.driver == "asyncpg"
+
+
+async def insert_events(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Audit rows (job_id, event, detail, created_at), one statement."""
+    columns = (
+        [r["job_id"] for r in rows],
+        [str(r["event"]) for r in rows],
+        [_json(r["detail"]) for r in rows],
+        [r["created_at"] for r in rows],
+    )
+    await conn.exec_driver_sql(INSERT_EVENTS, columns)
+
+
+async def insert_outbox(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Outbox rows, one statement; their ids in the order of `rows`."""
+    columns = (
+        [r["exchange"] for r in rows],
+        [r["routing_key"] for r in rows],
+        [r["body"] for r in rows],
+        [_json(r["headers"]) for r in rows],
+        [r["priority"] for r in rows],
+        [r["message_id"] for r in rows],
+        [r["job_id"] for r in rows],
+        [r["created_at"] for r in rows],
+    )
+    result = await conn.exec_driver_sql(INSERT_OUTBOX, columns)
+    return sorted(int(row[0]) for row in result)
+
+
+def _json(value: Any) -> str:
+    return dumps(value).decode()
+
+
+# A run's outcome for many jobs: each row to its own values, behind its own seq and fencing token.
+FINISH = (
+    "UPDATE jobs SET status = $1, seq = jobs.seq + 1, updated_at = $2, lease_until = NULL, result = v.result, "
+    "error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, next_attempt_at = v.next_attempt_at "
+    "FROM unnest($3::varchar[], $4::int[], $5::int[], $6::json[], $7::json[], $8::varchar[], $9::timestamptz[], "
+    "$10::timestamptz[]) AS v(id, seq, runs, result, error, dead_reason, finished_at, next_attempt_at) "
+    "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND jobs.status = 'running' "
+    "RETURNING jobs.id"
+)
+
+
+async def finish(conn: AsyncConnection, to: str, now: datetime, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Move running jobs to `to` (succeeded, retrying or dead_lettered), each row given with every column as it
+    is to be; the ids of those whose seq and `runs` still held."""
+    columns = (
+        to,
+        now,
+        [r["id"] for r in rows],
+        [r["seq"] for r in rows],
+        [r["runs"] for r in rows],
+        [_json(r["result"]) for r in rows],
+        [_json(r["error"]) for r in rows],
+        [r["dead_reason"] for r in rows],
+        [r["finished_at"] for r in rows],
+        [r["next_attempt_at"] for r in rows],
+    )
+    result = await conn.exec_driver_sql(FINISH, columns)
+    return {row[0] for row in result}
+
+
+# Rule 3's compare-and-set for the common claim and pending -> queued (as in job_store and transitions).
+CLAIM_QUEUED = (
+    "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, seq = seq + 1, "
+    "lease_until = $2, next_attempt_at = NULL, started_at = coalesce(started_at, $3), updated_at = $3 "
+    "WHERE id = ANY($1::varchar[]) AND status = 'queued' AND attempts < max_retries + 1 RETURNING *"
+)
+QUEUE_PENDING = (
+    "UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $2 "
+    "WHERE id = ANY($1::varchar[]) AND status = 'pending' RETURNING *"
+)
+JSON_COLUMNS = ("payload", "result", "error")
+
+
+async def claim_queued(conn: AsyncConnection, job_ids: list[str], now: datetime, lease: datetime) -> list[Any]:
+    """The queued jobs among `job_ids` within their budget, now running: their rows after the claim."""
+    return _jobs(await conn.exec_driver_sql(CLAIM_QUEUED, (job_ids, lease, now)))
+
+
+async def queue_pending(conn: AsyncConnection, job_ids: list[str], now: datetime) -> list[Any]:
+    """The pending jobs among `job_ids`, now queued: their rows after the move."""
+    return _jobs(await conn.exec_driver_sql(QUEUE_PENDING, (job_ids, now)))
+
+
+def _jobs(result: Any) -> list[dict[str, Any]]:
+    rows = [dict(row._mapping) for row in result]
+    for row in rows:
+        for name in JSON_COLUMNS:
+            if isinstance(row[name], str):
+                row[name] = loads(row[name])
+    return rows
