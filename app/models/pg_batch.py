@@ -123,3 +123,44 @@ def _jobs(result: Any) -> list[dict[str, Any]]:
             if isinstance(row[name], str):
                 row[name] = loads(row[name])
     return rows
+
+
+JOB_COLUMNS = (
+    ("id", "varchar"),
+    ("client_id", "varchar"),
+    ("job_type", "varchar"),
+    ("status", "varchar"),
+    ("priority", "int"),
+    ("max_retries", "int"),
+    ("timeout_seconds", "float8"),
+    ("attempts", "int"),
+    ("runs", "int"),
+    ("seq", "int"),
+    ("payload", "json"),
+    ("result", "json"),
+    ("error", "json"),
+    ("dead_reason", "varchar"),
+    ("idempotency_key", "varchar"),
+    ("request_hash", "varchar"),
+    ("callback_url", "varchar"),
+    ("request_id", "varchar"),
+    ("lease_until", "timestamptz"),
+    ("next_attempt_at", "timestamptz"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("started_at", "timestamptz"),
+    ("finished_at", "timestamptz"),
+)
+INSERT_JOBS = (
+    f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{kind}[]" for i, (_, kind) in enumerate(JOB_COLUMNS, start=1))
+    + ")"
+)
+
+
+async def insert_jobs(conn: AsyncConnection, rows: Sequence[Any]) -> None:
+    """New jobs, every column given, one statement."""
+    columns = tuple(
+        [_json(r[name]) for r in rows] if kind == "json" else [r[name] for r in rows] for name, kind in JOB_COLUMNS
+    )
+    await conn.exec_driver_sql(INSERT_JOBS, columns)

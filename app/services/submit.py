@@ -24,17 +24,18 @@ from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent
+from app.models import pg_batch
 from app.models.rows import JobRow, job_with
-from app.models.tables import JOB_EVENTS, JOBS
+from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
+from app.services.transitions import audit_many
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
 # driver's parameter limit) rather than one statement per row, on every dialect.
 INSERT_JOBS = insert(JOBS).returning(JOBS.c.id, sort_by_parameter_order=True)
-INSERT_EVENTS = insert(JOB_EVENTS).returning(JOB_EVENTS.c.id, sort_by_parameter_order=True)
 MAX_SUBMITS_PER_COMMIT = 256
 
 Published = dict[str, bool]  # job id -> whether the broker confirmed its message
@@ -111,13 +112,16 @@ def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now
 
 async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Pending]:
     """Jobs, their `created` audit rows and their outbox rows, one statement each, in the caller's transaction."""
-    await conn.execute(INSERT_JOBS, [d.job for d in drafts])
+    if pg_batch.applies(conn):
+        await pg_batch.insert_jobs(conn, [d.job for d in drafts])
+    else:
+        await conn.execute(INSERT_JOBS, [d.job for d in drafts])
     trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
     events = [
         {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
         for d in drafts
     ]
-    await conn.execute(INSERT_EVENTS, events)
+    await audit_many(conn, events)
     return await outbox_rows.add_many(conn, [d.message for d in drafts], [d.job["id"] for d in drafts])
 
 

@@ -60,6 +60,14 @@ async def audit(conn: AsyncConnection, job_id: str, event: str, detail: dict[str
     await conn.execute(INSERT_EVENT, {"job_id": job_id, "event": event, "detail": detail, "created_at": at})
 
 
+async def audit_many(conn: AsyncConnection, rows: list[Row]) -> None:
+    """Append many rows (job_id, event, detail, created_at) to audit trails, one statement."""
+    if pg_batch.applies(conn):
+        await pg_batch.insert_events(conn, rows)
+    else:
+        await conn.execute(INSERT_EVENT, rows)
+
+
 async def move(
     conn: AsyncConnection,
     names: Names,
@@ -142,10 +150,7 @@ async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list
         }
         for m in moves
     ]
-    if pg_batch.applies(conn):
-        await pg_batch.insert_events(conn, trail)
-    else:
-        await conn.execute(INSERT_EVENT, trail)
+    await audit_many(conn, trail)
     staged = await outbox.add_many(conn, [job_event(names, m.after, m.after["updated_at"]) for m in moves])
     return list(zip([m.after for m in moves], staged, strict=True))
 
