@@ -8,6 +8,7 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from app.core.secret_box import SecretBox, SecretsUnavailable
 from app.core.signing import new_secret, signed_headers, standard_signature
 
 BODY = b'{"id": "evt_1", "type": "job.succeeded", "created_at": "2026-01-01T00:00:00Z", "seq": 4, "data": {}}'
@@ -98,3 +99,14 @@ def test_new_secrets_are_whsec_and_random() -> None:
     assert first.startswith("whsec_")
     assert len(base64.b64decode(first.removeprefix("whsec_"), validate=True)) >= 24
     assert first != second
+
+
+def test_a_secret_is_decrypted_once_however_many_attempts_it_signs_and_a_rotation_is_opened_anew() -> None:
+    box = SecretBox("test-key-for-the-cache")
+    first, rotated = box.seal("whsec_" + "a" * 32), box.seal("whsec_" + "b" * 32)
+    assert [box.open(first) for _ in range(50)] == ["whsec_" + "a" * 32] * 50
+    assert box.decryptions == 1
+    assert box.open(rotated) == "whsec_" + "b" * 32 and box.open(first) == "whsec_" + "a" * 32
+    assert box.decryptions == 2
+    with pytest.raises(SecretsUnavailable):
+        SecretBox("another-key").open(first)

@@ -2,6 +2,7 @@
 
 import base64
 import hashlib
+from collections import OrderedDict
 
 from cryptography.fernet import Fernet, InvalidToken
 
@@ -10,9 +11,17 @@ class SecretsUnavailable(RuntimeError):
     """No encryption key is configured, or it is not the key the secrets were sealed with."""
 
 
+OPENED_KEPT = 10_000  # opened secrets kept in memory, least recently used first out
+
+
 class SecretBox:
+    """Seals and opens webhook secrets. An opened secret is kept in memory under its sealed form, so signing
+    an attempt costs no decryption; a rotation seals a new secret, which is opened once when first used."""
+
     def __init__(self, key: str | None) -> None:
         self._fernet = Fernet(_fernet_key(key)) if key else None
+        self._opened: OrderedDict[str, str] = OrderedDict()
+        self.decryptions = 0
 
     def _require(self) -> Fernet:
         if self._fernet is None:
@@ -26,6 +35,18 @@ class SecretBox:
         return self._require().encrypt(plain.encode()).decode()
 
     def open(self, sealed: str) -> str:
+        plain = self._opened.get(sealed)
+        if plain is not None:
+            self._opened.move_to_end(sealed)
+            return plain
+        plain = self._decrypt(sealed)
+        self._opened[sealed] = plain
+        if len(self._opened) > OPENED_KEPT:
+            self._opened.popitem(last=False)
+        return plain
+
+    def _decrypt(self, sealed: str) -> str:
+        self.decryptions += 1
         try:
             return self._require().decrypt(sealed.encode()).decode()
         except InvalidToken as exc:
