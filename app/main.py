@@ -45,6 +45,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     relay = start_background(resources, outbox)
     names = resources.names
     box = SecretBox(settings.secret_encryption_key)
+    deliveries = DeliveryService(resources.engine, outbox, names)
     state = ApiState(
         resources=resources,
         jobs=JobService(
@@ -53,8 +54,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         keys=ApiKeyService(
             resources.engine, settings.admin_api_key, resources.redis, resources.names.api_keys_generation_key
         ),
-        webhooks=WebhookService(resources.engine, outbox, names, box, settings.webhook_allow_private_networks),
-        deliveries=DeliveryService(resources.engine, outbox, names),
+        webhooks=WebhookService(
+            resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
+        ),
+        deliveries=deliveries,
         dlq=DlqService(resources.engine, outbox, names),
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),

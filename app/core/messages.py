@@ -13,6 +13,9 @@ from app.core.names import Names, broker_priority, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
 RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set x-death
+# On a delivery message an operator asked for (redeliver, recover, re-enable): sent at once, even through an open
+# circuit; its attempt is the probe. Never carried into a delay tier.
+OPERATOR_HEADER = "x-operator-action"
 
 
 def dumps(value: Any) -> bytes:
@@ -121,9 +124,11 @@ def public_job(job: Mapping[str, Any]) -> dict[str, Any]:
     return {name: job.get(name) for name in PUBLIC_FIELDS}
 
 
-def delivery_outgoing(names: Names, delivery_id: str, request_id: str | None) -> Outgoing:
-    """The message that asks a webhook worker to attempt one delivery."""
-    headers = {REQUEST_ID_HEADER: request_id} if request_id else {}
+def delivery_outgoing(names: Names, delivery_id: str, request_id: str | None, operator: bool = False) -> Outgoing:
+    """The message that asks a webhook worker to attempt one delivery (`operator`: at once, see OPERATOR_HEADER)."""
+    headers: dict[str, Any] = {REQUEST_ID_HEADER: request_id} if request_id else {}
+    if operator:
+        headers[OPERATOR_HEADER] = "1"
     return Outgoing(
         exchange=names.webhooks_exchange,
         routing_key=names.webhook_deliver_key,

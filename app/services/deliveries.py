@@ -135,7 +135,8 @@ class DeliveryService:
         return [{**d, "webhook_id": d["endpoint_id"], "attempts": attempts[d["id"]]} for d in deliveries]
 
     async def redeliver(self, principal: Principal, ids: list[str] | None = None, **where: Any) -> list[str]:
-        """Send deliveries again with a fresh retry budget and the same webhook-id; return their ids."""
+        """Send deliveries again, at once (an operator's action goes through an open circuit, as its probe), with a
+        fresh retry budget and the same webhook-id; return their ids."""
         query = select(DELIVERIES.c.id, DELIVERIES.c.request_id).where(visible_to(DELIVERIES, principal))
         if ids is not None:
             query = query.where(DELIVERIES.c.id.in_(ids))
@@ -144,6 +145,8 @@ class DeliveryService:
         if "failed_since" in where:
             since: datetime = where["failed_since"]
             query = query.where(DELIVERIES.c.status == DeliveryStatus.FAILED, DELIVERIES.c.created_at >= since)
+        if where.get("pending"):
+            query = query.where(DELIVERIES.c.status == DeliveryStatus.PENDING)
         async with self.engine.begin() as conn:
             rows = (await conn.execute(query)).all()
             staged = []
@@ -153,6 +156,7 @@ class DeliveryService:
                     .where(DELIVERIES.c.id == row.id)
                     .values(status=DeliveryStatus.PENDING, budget_used=0, next_attempt_at=None, updated_at=utcnow())
                 )
-                staged.append(await outbox.add(conn, delivery_outgoing(self.names, row.id, row.request_id)))
+                message = delivery_outgoing(self.names, row.id, row.request_id, operator=True)
+                staged.append(await outbox.add(conn, message))
         await self.outbox.publish(staged)
         return [row.id for row in rows]

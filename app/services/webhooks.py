@@ -17,6 +17,7 @@ from app.core.ssrf import resolve
 from app.models.tables import CLIENT_SECRETS, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
+from app.services.deliveries import DeliveryService
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row
@@ -31,6 +32,7 @@ class WebhookService:
     names: Names
     box: SecretBox
     allow_private: bool
+    delivery_service: DeliveryService | None = None
 
     async def check_url(self, url: str) -> None:
         """Refuse a URL that is not http(s) or resolves to a non-public address (unless allowed)."""
@@ -68,9 +70,12 @@ class WebhookService:
             return await _visible(conn, principal, endpoint_id)
 
     async def update(self, principal: Principal, endpoint_id: str, changes: Row) -> Row | None:
+        """Change an endpoint. Re-enabling it is an operator's word that it works again: its pending deliveries
+        go out at once, through an open circuit if need be, and the first success closes it."""
         if "url" in changes:
             await self.check_url(changes["url"])
-        if changes.get("active") is True:
+        enabled = changes.get("active") is True
+        if enabled:
             changes = {**changes, "disabled_reason": None, "failing_since": None}
         async with self.engine.begin() as conn:
             if await _visible(conn, principal, endpoint_id) is None:
@@ -78,7 +83,10 @@ class WebhookService:
             await conn.execute(
                 update(ENDPOINTS).where(ENDPOINTS.c.id == endpoint_id).values(**changes, updated_at=utcnow())
             )
-            return await _visible(conn, principal, endpoint_id)
+            endpoint = await _visible(conn, principal, endpoint_id)
+        if enabled and self.delivery_service is not None:
+            await self.delivery_service.redeliver(principal, endpoint_id=endpoint_id, pending=True)
+        return endpoint
 
     async def delete(self, principal: Principal, endpoint_id: str) -> bool:
         """Soft-delete: deliveries keep their history; nothing more is sent to it."""

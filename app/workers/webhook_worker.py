@@ -14,7 +14,7 @@ from loguru import logger
 from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.logging import worker_request_id
-from app.core.messages import REQUEST_ID_HEADER
+from app.core.messages import OPERATOR_HEADER, REQUEST_ID_HEADER
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
@@ -113,7 +113,8 @@ class WebhookWorker:
             await message.ack()
             return
         guard_key = delivery["endpoint_id"] or f"callback:{urlsplit(delivery['url']).netloc}"
-        gate, wait = await self.guard.admit(guard_key, delivery["id"])
+        operator = bool(_header(message, OPERATOR_HEADER))
+        gate, wait = (Gate.SEND, 0.0) if operator else await self.guard.admit(guard_key, delivery["id"])
         if gate in (Gate.OPEN, Gate.BUSY):
             # No attempt and no consumer held: back through a delay tier, the retry budget untouched.
             await self.store.release(delivery)
@@ -173,7 +174,7 @@ class WebhookWorker:
             names.webhooks_retry_exchange,
             queue,
             message.body,
-            dict(message.headers or {}),
+            {k: v for k, v in (message.headers or {}).items() if k != OPERATOR_HEADER},
             expiration_ms=expiration_ms or jittered_ms(tier),
             message_id=message.message_id,
         )

@@ -1,0 +1,113 @@
+"""An operator's action goes out at once, even through an open circuit: redeliver, recover and re-enabling an
+endpoint are sent now (the action is the probe) and their success closes the circuit (issue 13, item 6)."""
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from starlette.responses import Response
+
+from app.workers.job_worker import JobWorker
+from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
+from tests.receiver import Receiver
+from tests.support import Api, until_status, wait_for
+
+# A long cooldown and long retries: without the operator's action nothing would be sent again within the test.
+SETTINGS = {"webhook_breaker_failures": 1, "webhook_breaker_cooldown_seconds": 60, "webhook_retry_schedule": "30,30"}
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[Redis]:
+    client = Redis.from_url(REDIS_URL)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def broken_endpoint(api: Api, receiver: Receiver, redis: Redis, client: str) -> tuple[dict[str, str], Any]:
+    """An endpoint whose circuit is open after one failed delivery of a finished job; the receiver then heals."""
+    receiver.answer = lambda _: Response(status_code=500)
+    headers = await api.new_client(client)
+    body = {"url": receiver.url(f"/{client}"), "events": ["job.succeeded"]}
+    endpoint = (await api.client.post("/api/v1/webhooks", json=body, headers=headers)).json()
+    job = (await api.submit(headers)).json()
+    await until_status(api, headers, job["id"])
+    breaker = f"{make_settings().namespace}:webhook:breaker:{endpoint['id']}"
+
+    async def opened() -> bool:
+        return await redis.hget(breaker, "opened_at") is not None
+
+    await wait_for(opened, within=20)
+    receiver.answer = None  # fixed: answers 200 from now on
+    return headers, (endpoint, job, breaker)
+
+
+async def delivered(receiver: Receiver, path: str, count: int) -> None:
+    """The receiver got `count` requests, within 10 s: long before the 30 s retry or the 60 s cooldown."""
+
+    async def arrived() -> bool:
+        return len(receiver.on(path)) >= count
+
+    await wait_for(arrived, within=10)
+
+
+async def logs(api: Api, headers: dict[str, str], job_id: str) -> list[dict[str, Any]]:
+    answer = await api.client.get(f"/api/v1/jobs/{job_id}/logs", headers=headers)
+    result: list[dict[str, Any]] = answer.json()
+    return result
+
+
+async def test_a_redelivery_goes_out_through_an_open_circuit_and_closes_it(
+    api: Api, worker: JobWorker, receiver: Receiver, redis: Redis
+) -> None:
+    async with running_webhook_worker(make_settings(**SETTINGS)):
+        headers, (_, job, breaker) = await broken_endpoint(api, receiver, redis, "op-redeliver")
+        [delivery] = await logs(api, headers, job["id"])
+        answer = await api.client.post(f"/api/v1/deliveries/{delivery['id']}/redeliver", headers=headers)
+        assert answer.status_code in (200, 202), answer.text
+        await delivered(receiver, "/op-redeliver", 2)
+        assert await redis.exists(breaker) == 0  # the operator's success closed the circuit
+        [after] = await logs(api, headers, job["id"])
+        assert [a["status_code"] for a in after["attempts"]][-1] == 200
+
+
+async def test_recover_goes_out_through_an_open_circuit(
+    api: Api, worker: JobWorker, receiver: Receiver, redis: Redis
+) -> None:
+    quick_failure = {**SETTINGS, "webhook_breaker_failures": 100, "webhook_retry_schedule": "0.2"}
+    async with running_webhook_worker(make_settings(**quick_failure)):
+        receiver.answer = lambda _: Response(status_code=500)
+        headers = await api.new_client("op-recover")
+        body = {"url": receiver.url("/op-recover"), "events": ["job.succeeded"]}
+        endpoint = (await api.client.post("/api/v1/webhooks", json=body, headers=headers)).json()
+        job = (await api.submit(headers)).json()
+
+        async def failed() -> bool:
+            return [d["status"] for d in await logs(api, headers, job["id"])] == ["failed"]
+
+        await wait_for(failed, within=20)
+        breaker = f"{make_settings().namespace}:webhook:breaker:{endpoint['id']}"
+        await redis.hset(breaker, mapping={"opened_at": time.time(), "failures": 100})  # and its circuit open
+        receiver.answer = None
+        recover = f"/api/v1/webhooks/{endpoint['id']}/recover"
+        answer = await api.client.post(recover, json={"since": "2000-01-01T00:00:00+00:00"}, headers=headers)
+        assert (answer.status_code, answer.json()["recovered"]) == (202, 1), answer.text
+        await delivered(receiver, "/op-recover", 3)
+        assert await redis.exists(breaker) == 0
+
+
+async def test_re_enabling_an_endpoint_sends_its_pending_deliveries_at_once(
+    api: Api, worker: JobWorker, receiver: Receiver, redis: Redis
+) -> None:
+    async with running_webhook_worker(make_settings(**SETTINGS)):
+        headers, (endpoint, job, breaker) = await broken_endpoint(api, receiver, redis, "op-enable")
+        path = f"/api/v1/webhooks/{endpoint['id']}"
+        assert (await api.client.patch(path, json={"active": False}, headers=headers)).status_code == 200
+        assert (await api.client.patch(path, json={"active": True}, headers=headers)).status_code == 200
+        await delivered(receiver, "/op-enable", 2)
+        assert await redis.exists(breaker) == 0
+        [delivery] = await logs(api, headers, job["id"])
+        assert delivery["status"] == "succeeded"
