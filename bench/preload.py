@@ -1,7 +1,7 @@
 """Pre-loading N queued `echo` jobs for a drain, with the service's own code, without the HTTP round trips.
 
 Submitting over HTTP would spend most of a drain scenario's time in the API. Instead each job row is built
-the way `JobService._save` builds it, already past the broker's confirm (status `queued`, seq 1, with its
+by the service's own `new_job_row`, already past the broker's confirm (status `queued`, seq 1, with its
 `created` and `queued` audit rows), inserted with the service's engine and tables in a few batches, and its
 message is built by the service's `JobMessage` / `job_outgoing` and published, persistent, confirmed and
 mandatory, into its lane: what the API leaves behind for a worker, minus the events nobody consumes.
@@ -15,11 +15,10 @@ from sqlalchemy import insert
 
 from app.core.database import make_engine
 from app.core.names import Names
-from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST
-from app.services.jobs import request_hash
+from app.services.submit import as_queued, new_job_row
 from bench.infra import Broker
 
 BATCH = 1000
@@ -32,32 +31,7 @@ def job_rows(client_id: str, count: int) -> tuple[list[dict[str, Any]], list[dic
     for number in range(count):
         now = start + timedelta(microseconds=number)
         request = JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"n": number, "bench": True}})
-        job = {
-            "id": str(uuid.uuid4()),
-            "client_id": client_id,
-            "job_type": request.job_type,
-            "status": str(JobStatus.QUEUED),
-            "priority": request.priority,
-            "max_retries": request.max_retries,
-            "timeout_seconds": request.timeout_seconds,
-            "attempts": 0,
-            "runs": 0,
-            "seq": 1,
-            "payload": request.payload.model_dump(mode="json"),
-            "result": None,
-            "error": None,
-            "dead_reason": None,
-            "idempotency_key": None,
-            "request_hash": request_hash(request),
-            "callback_url": None,
-            "request_id": uuid.uuid4().hex,
-            "lease_until": None,
-            "next_attempt_at": None,
-            "created_at": now,
-            "updated_at": now,
-            "started_at": None,
-            "finished_at": None,
-        }
+        job = as_queued(new_job_row(client_id, request, uuid.uuid4().hex, now), now)
         jobs.append(job)
         events.append({"job_id": job["id"], "event": "created", "detail": _trail(None, "pending"), "created_at": now})
         events.append(
