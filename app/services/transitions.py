@@ -108,13 +108,13 @@ async def cas_many(
     now = utcnow()
     by_id = {c.job["id"]: c for c in changes}
     result = await conn.execute(compare_and_set(to, changes, now, where))
-    moved = [by_id[job_id] for job_id in result.scalars()]
-    return [
-        Move(
-            c.job["status"], job_with(c.job, **c.values, status=str(to), seq=c.job["seq"] + 1, updated_at=now), c.detail
-        )
-        for c in moved
-    ]
+    return [planned(by_id[job_id], to, now) for job_id in result.scalars()]
+
+
+def planned(change: Change, to: JobStatus, now: datetime) -> Move:
+    """The move `change` makes when its compare-and-set takes: the job as it is after it."""
+    after = job_with(change.job, **change.values, status=str(to), seq=change.job["seq"] + 1, updated_at=now)
+    return Move(change.job["status"], after, change.detail)
 
 
 def compare_and_set(

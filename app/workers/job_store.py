@@ -12,12 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models import pg_batch
-from app.models.rows import JobRow, job_row, job_with
+from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services.outbox import Pending
-from app.services.transitions import Change, Move, Row, cas_many, cas_pending, move_many, record
+from app.services.transitions import Change, Move, Row, cas_many, cas_pending, move_many, planned, record
 from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
@@ -237,14 +237,10 @@ class JobStore:
 async def _finish_on_postgresql(conn: AsyncConnection, to: JobStatus, outcomes: list[Outcome]) -> list[Move]:
     """The same compare-and-set as `cas_many` with the fencing check, as one unchanging statement."""
     now = utcnow()
-    afters = [job_with(o.job, **o.values, status=str(to), seq=o.job["seq"] + 1, updated_at=now) for o in outcomes]
-    guards = [{**after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, after in zip(outcomes, afters, strict=True)]
+    moves = [planned(Change(o.job, o.values, o.detail), to, now) for o in outcomes]
+    guards = [{**m.after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, m in zip(outcomes, moves, strict=True)]
     moved = await pg_batch.finish(conn, str(to), now, guards)
-    return [
-        Move(o.job["status"], after, o.detail)
-        for o, after in zip(outcomes, afters, strict=True)
-        if after["id"] in moved
-    ]
+    return [m for m in moves if m.after["id"] in moved]
 
 
 async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:

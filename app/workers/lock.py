@@ -7,6 +7,7 @@ from enum import Enum
 
 from loguru import logger
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 # Take each free key with our token; for each key another worker holds, how many ms it has left (-1: ours now).
@@ -51,17 +52,23 @@ class Lock:
     seconds_left: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class JobLocks:
     redis: Redis
     ttl_ms: int
+
+    def __post_init__(self) -> None:
+        # Registered once: each call then sends the script's hash (EVALSHA), not its text.
+        self._acquire = self.redis.register_script(ACQUIRE)
+        self._renew = self.redis.register_script(RENEW)
+        self._release = self.redis.register_script(RELEASE)
 
     async def acquire(self, keys: list[str]) -> list[Lock]:
         """Try to take every key in one round trip; Redis down means NO_REDIS for all: carry on with the
         database lease alone."""
         tokens = [secrets.token_hex(16) for _ in keys]
         try:
-            left = await self.redis.register_script(ACQUIRE)(keys, [self.ttl_ms, *tokens])
+            left = await self._acquire(keys, [self.ttl_ms, *tokens])
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, carrying on with the database lease alone: {}", exc)
             return [Lock(key, Held.NO_REDIS) for key in keys]
@@ -73,15 +80,15 @@ class JobLocks:
     async def renew(self, locks: list[Lock]) -> None:
         ours = [lock for lock in locks if lock.held is Held.OURS]
         if ours:
-            await self._script(RENEW, [lock.key for lock in ours], self.ttl_ms, *[lock.token for lock in ours])
+            await self._run(self._renew, [lock.key for lock in ours], self.ttl_ms, *[lock.token for lock in ours])
 
     async def release(self, locks: list[Lock]) -> None:
         ours = [lock for lock in locks if lock.held is Held.OURS]
         if ours:
-            await self._script(RELEASE, [lock.key for lock in ours], *[lock.token for lock in ours])
+            await self._run(self._release, [lock.key for lock in ours], *[lock.token for lock in ours])
 
-    async def _script(self, script: str, keys: list[str], *args: str | int) -> None:
+    async def _run(self, script: AsyncScript, keys: list[str], *args: str | int) -> None:
         try:
-            await self.redis.register_script(script)(keys, list(args))
+            await script(keys, list(args))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable for {} job lock(s): {}", len(keys), exc)
