@@ -53,7 +53,8 @@ async def get_webhook(webhook_id: str, state: StateDep, principal: PrincipalDep)
 
 @router.patch("/{webhook_id}", response_model=WebhookOut, responses=UNSAFE)
 async def update_webhook(webhook_id: str, body: WebhookUpdate, state: StateDep, principal: PrincipalDep) -> WebhookOut:
-    """Change the URL, events, description, or switch it on or off (`active`)."""
+    """Change the URL, events, description, or switch it on or off (`active`). Switching it on sends its
+    pending deliveries at once, even through an open circuit (a success closes it)."""
     row = await state.webhooks.update(principal, webhook_id, body.model_dump(exclude_unset=True))
     if row is None:
         raise not_found("webhook")
@@ -102,7 +103,8 @@ async def list_deliveries(
 
 @router.post("/{webhook_id}/recover", status_code=202, response_model=RecoverOut)
 async def recover(webhook_id: str, body: RecoverIn, state: StateDep, principal: PrincipalDep) -> RecoverOut:
-    """Send again every failed delivery to this endpoint created since `since` (same `webhook-id`s)."""
+    """Send again, at once and even through an open circuit, every failed delivery to this endpoint created
+    since `since` (same `webhook-id`s)."""
     if await state.webhooks.get(principal, webhook_id) is None:
         raise not_found("webhook")
     ids = await state.deliveries.redeliver(principal, endpoint_id=webhook_id, failed_since=body.since)
