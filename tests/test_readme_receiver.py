@@ -47,8 +47,14 @@ async def test_the_readme_receiver_verifies_a_real_delivery(
     assert text is not None
     line = next(line for line in text.splitlines() if "job.succeeded" in line)
     assert line.startswith("verified msg_")
-    logs = (await api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=headers)).json()
-    assert [d["status"] for d in logs] == ["succeeded"]
+
+    async def recorded() -> list[str] | None:
+        # The receiver prints before the worker has recorded its answer: wait for the delivery to settle.
+        logs = (await api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=headers)).json()
+        statuses = [d["status"] for d in logs]
+        return statuses if statuses and "pending" not in statuses else None
+
+    assert await wait_for(recorded, within=20) == ["succeeded"]
 
 
 async def _listening(port: int) -> bool:
