@@ -6,6 +6,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.core.safe_http import DNS_MAX_SECONDS, DNS_MIN_SECONDS
+
 
 class Settings(BaseSettings):
     """Every knob of the service; names are part of the contract."""
@@ -61,6 +63,10 @@ class Settings(BaseSettings):
     webhook_breaker_failures: int = Field(default=5, ge=1)
     webhook_breaker_cooldown_seconds: float = Field(default=30, gt=0)
     webhook_disable_after_seconds: float = Field(default=5 * 24 * 3600, gt=0)
+    # The outgoing HTTP pool of each worker process (webhooks and the job types that call URLs).
+    webhook_max_connections: int = Field(default=100, ge=1)
+    webhook_keepalive_seconds: float = Field(default=30, ge=0)
+    webhook_dns_cache_seconds: float = Field(default=30, ge=DNS_MIN_SECONDS, le=DNS_MAX_SECONDS)
 
     retention_delivery_days: float = Field(default=30, gt=0)
     retention_job_days: float = Field(default=30, gt=0)

@@ -4,7 +4,6 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
@@ -16,6 +15,7 @@ from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
+from app.core.safe_http import safe_client
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
@@ -70,8 +70,12 @@ class JobWorker:
         self.tools = SharedTools(
             CpuPool(settings.cpu_pool_size),
             artifact_store(self.resources),
-            httpx.AsyncClient(follow_redirects=False, trust_env=False),
-            settings.webhook_allow_private_networks,
+            safe_client(
+                settings.webhook_allow_private_networks,
+                max_connections=settings.webhook_max_connections,
+                keepalive_seconds=settings.webhook_keepalive_seconds,
+                dns_default_seconds=settings.webhook_dns_cache_seconds,
+            ),
         )
         plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
         self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)

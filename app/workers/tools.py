@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from app.core import ssrf
+from app.core import safe_http
 from app.handlers.base import HttpAnswer
 from app.services.artifacts import ArtifactStore
 from app.workers.cpu_pool import CpuPool
@@ -22,8 +22,7 @@ class SharedTools:
 
     pool: CpuPool
     store: ArtifactStore
-    http: httpx.AsyncClient
-    allow_private: bool
+    http: httpx.AsyncClient  # a safe_http client: the SSRF guard checks each connection as it is dialled
 
     def bind(self, client_id: str) -> "JobToolsImpl":
         return JobToolsImpl(self, client_id)
@@ -41,12 +40,10 @@ class JobToolsImpl:
         return await self.shared.store.save(job_id, self.client_id, data, content_type, filename)
 
     async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
-        target = await ssrf.resolve(url, self.shared.allow_private)
-        return await ssrf.download(self.shared.http, target, {}, FETCH_TIMEOUT_SECONDS, max_bytes)
+        return await safe_http.download(self.shared.http, url, {}, FETCH_TIMEOUT_SECONDS, max_bytes)
 
     async def call(
         self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
     ) -> HttpAnswer:
-        target = await ssrf.resolve(url, self.shared.allow_private)
-        answer = await ssrf.send(self.shared.http, method, target, body, headers, timeout_seconds)
+        answer = await safe_http.send(self.shared.http, method, url, body, headers, timeout_seconds)
         return HttpAnswer(answer.status_code, answer.body, answer.duration_ms)
