@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
     webhook_timeout_seconds: float = Field(default=15, gt=0)
     webhook_consumers: int = Field(default=8, ge=0)
-    webhook_fanout_consumers: int = Field(default=2, ge=0)
+    webhook_fanout_consumers: int = Field(default=16, ge=0)
     webhook_max_in_flight_per_endpoint: int = Field(default=4, ge=1)
     webhook_breaker_failures: int = Field(default=5, ge=1)
     webhook_breaker_cooldown_seconds: float = Field(default=30, gt=0)

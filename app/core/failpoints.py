@@ -12,6 +12,7 @@ from enum import StrEnum
 class Failpoint(StrEnum):
     AFTER_CLAIM_COMMIT = "after_claim_commit"  # a claim batch committed, its handlers not yet started
     AFTER_FINISH_COMMIT = "after_finish_commit"  # a finish batch committed, its messages not yet acked
+    AFTER_RECORD_COMMIT = "after_record_commit"  # a webhook attempt batch committed, its messages not yet acked
 
 
 @dataclass(frozen=True)

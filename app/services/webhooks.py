@@ -140,7 +140,7 @@ class WebhookService:
             }
             body = dumps({k: v for k, v in event.items() if k != "client_id"})
             target = deliveries.Target(endpoint_id, endpoint["url"], endpoint_id)
-            staged = await deliveries.stage(conn, self.names, event, body, [target], request_id)
+            [staged] = await deliveries.stage(conn, self.names, [deliveries.Fanned(event, body, [target], request_id)])
         await self.outbox.publish(staged)
         return delivery_id(event["id"], endpoint_id)
 

@@ -4,19 +4,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from loguru import logger
-from sqlalchemy import insert, select, update
+from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import TrailEvent
+from app.models.setwise import per_row
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
+from app.services.breakers import EndpointResult, judge_endpoints
 from app.services.deliveries import DeliveryStatus
 from app.services.outbox import Pending
-from app.services.transitions import Row, audit
+from app.services.transitions import Row, audit_many
 from app.services.webhooks import client_secret
 from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.retry_policy import DeadLetter, Retry
@@ -27,10 +29,12 @@ GONE = 410
 
 @dataclass(frozen=True)
 class Send:
-    """Ours to attempt: the delivery as claimed and the secrets to sign with, newest first."""
+    """Ours to attempt: the delivery as claimed, the secrets to sign with (newest first), and whether its
+    endpoint was failing when claimed (if not, a success leaves the endpoint's row alone)."""
 
     delivery: Row
     secrets: list[str]
+    failing: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,145 +50,212 @@ class Attempt:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+Claim = Send | Drop | ToDeadLetters | Defer
+
+
+@dataclass(frozen=True)
+class Recording:
+    """An attempt to log: the delivery as claimed, the attempt, and what follows it (None: it succeeded)."""
+
+    send: Send
+    attempt: Attempt
+    plan: Retry | DeadLetter | None
+
+    @property
+    def delivery(self) -> Row:
+        return self.send.delivery
+
+
 @dataclass(frozen=True)
 class WebhookStore:
+    """Set-based (rule 17): each method takes a batch and does its work in one transaction."""
+
     engine: AsyncEngine
     names: Names
     box: SecretBox
     lease_seconds: float
     disable_after_seconds: float
 
-    async def fan_out(self, event: Row, body: bytes, request_id: str | None) -> list[Pending]:
-        """One delivery per matching endpoint (and callback URL); a twice-published event adds none."""
+    async def fan_out(self, events: list[tuple[Row, bytes, str | None]]) -> list[list[Pending]]:
+        """One delivery per matching endpoint (and callback URL) for each event; a twice-published event adds
+        none. The messages to publish, one list per event."""
         for _ in range(2):
             try:
                 async with self.engine.begin() as conn:
-                    targets = await deliveries.targets_for(conn, event)
-                    return await deliveries.stage(conn, self.names, event, body, targets, request_id)
+                    targets = await deliveries.targets_for(conn, [event for event, _, _ in events])
+                    fanned = [
+                        deliveries.Fanned(event, body, found, request_id)
+                        for (event, body, request_id), found in zip(events, targets, strict=True)
+                    ]
+                    return await deliveries.stage(conn, self.names, fanned)
             except IntegrityError:
                 continue  # another worker fanned the same event out at the same moment: look again
-        return []
+        raise RuntimeError("fan-out kept racing another worker on the same events")
 
-    async def claim(self, delivery_id: str) -> Send | Drop | ToDeadLetters | Defer:
-        """Take the delivery's lease by compare-and-set, so two live workers never send it at once."""
+    async def claim(self, delivery_ids: list[str]) -> list[Claim]:
+        """Take the deliveries' leases by one compare-and-set, so two live workers never send one at once."""
         now = utcnow()
         async with self.engine.begin() as conn:
-            result = await conn.execute(
+            taken = await conn.execute(
                 update(DELIVERIES)
-                .where(DELIVERIES.c.id == delivery_id, DELIVERIES.c.status == DeliveryStatus.PENDING)
+                .where(DELIVERIES.c.id.in_(set(delivery_ids)), DELIVERIES.c.status == DeliveryStatus.PENDING)
                 .where(DELIVERIES.c.lease_until.is_(None) | (DELIVERIES.c.lease_until < now))
                 .where(DELIVERIES.c.next_attempt_at.is_(None) | (DELIVERIES.c.next_attempt_at <= now))
                 .values(lease_until=now + timedelta(seconds=self.lease_seconds), updated_at=now)
+                .returning(*DELIVERIES.c)
             )
-            row = (await conn.execute(select(DELIVERIES).where(DELIVERIES.c.id == delivery_id))).first()
-            if row is None:
-                return Drop("no such delivery")
-            delivery = dict(row._mapping)
-            if result.rowcount == 1:
-                return Send(delivery, await self._secrets(conn, delivery, now))
-        return _not_ours(delivery, now)
+            ours = {row.id: dict(row._mapping) for row in taken}
+            others = set(delivery_ids) - set(ours)
+            seen: dict[str, Row] = {}
+            if others:
+                rows = await conn.execute(select(DELIVERIES).where(DELIVERIES.c.id.in_(others)))
+                seen = {row.id: dict(row._mapping) for row in rows}
+            secrets, failing = await self._secrets(conn, list(ours.values()), now)
+        verdicts: list[Claim] = []
+        for delivery_id in delivery_ids:
+            delivery = ours.pop(delivery_id, None)  # a duplicate message in the batch: the first one sends
+            if delivery is not None:
+                verdicts.append(Send(delivery, secrets[delivery_id], delivery["endpoint_id"] in failing))
+            elif delivery_id in seen:
+                verdicts.append(_not_ours(seen[delivery_id], now))
+            elif delivery_id in secrets:  # a second message for a delivery this batch claimed
+                verdicts.append(Defer(self.lease_seconds))
+            else:
+                verdicts.append(Drop("no such delivery"))
+        return verdicts
 
-    async def _secrets(self, conn: AsyncConnection, delivery: Row, now: datetime) -> list[str]:
-        if delivery["endpoint_id"] is None:
-            return [await client_secret(conn, self.box, delivery["client_id"])]
-        endpoint = (await conn.execute(select(ENDPOINTS).where(ENDPOINTS.c.id == delivery["endpoint_id"]))).one()
-        if endpoint.deleted_at is not None or not endpoint.active:
-            return []
-        secrets = [self.box.open(endpoint.secret)]
-        if endpoint.previous_secret and endpoint.previous_expires_at and endpoint.previous_expires_at > now:
-            secrets.append(self.box.open(endpoint.previous_secret))
-        return secrets
+    async def _secrets(
+        self, conn: AsyncConnection, claimed: list[Row], now: datetime
+    ) -> tuple[dict[str, list[str]], set[str]]:
+        """Each claimed delivery's signing secrets, newest first (none when its endpoint is gone or disabled),
+        and the endpoints that are failing."""
+        endpoint_ids = {d["endpoint_id"] for d in claimed if d["endpoint_id"] is not None}
+        endpoints = {}
+        if endpoint_ids:
+            rows = await conn.execute(select(ENDPOINTS).where(ENDPOINTS.c.id.in_(endpoint_ids)))
+            endpoints = {row.id: row for row in rows}
+        callers = {d["client_id"]: "" for d in claimed if d["endpoint_id"] is None}
+        for client_id in callers:
+            callers[client_id] = await client_secret(conn, self.box, client_id)
+        found: dict[str, list[str]] = {}
+        for delivery in claimed:
+            if delivery["endpoint_id"] is None:
+                found[delivery["id"]] = [callers[delivery["client_id"]]]
+                continue
+            endpoint = endpoints.get(delivery["endpoint_id"])
+            if endpoint is None or endpoint.deleted_at is not None or not endpoint.active:
+                found[delivery["id"]] = []
+                continue
+            secrets = [self.box.open(endpoint.secret)]
+            if endpoint.previous_secret and endpoint.previous_expires_at and endpoint.previous_expires_at > now:
+                secrets.append(self.box.open(endpoint.previous_secret))
+            found[delivery["id"]] = secrets
+        return found, {row.id for row in endpoints.values() if row.failing_since is not None}
 
-    async def release(self, delivery: Row) -> None:
-        """Give the lease back without an attempt (the endpoint's breaker or cap said wait)."""
+    async def release(self, claimed: list[Row]) -> None:
+        """Give leases back without an attempt (the endpoint's breaker or cap said wait)."""
+        if not claimed:
+            return
         async with self.engine.begin() as conn:
-            await conn.execute(
-                update(DELIVERIES)
-                .where(DELIVERIES.c.id == delivery["id"], DELIVERIES.c.attempt_count == delivery["attempt_count"])
-                .values(lease_until=None)
-            )
+            await conn.execute(update(DELIVERIES).where(*_fenced(claimed)).values(lease_until=None))
 
-    async def abandon(self, delivery: Row, why: str) -> None:
-        """The endpoint is gone or disabled: fail the delivery without sending."""
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                update(DELIVERIES)
-                .where(DELIVERIES.c.id == delivery["id"], DELIVERIES.c.attempt_count == delivery["attempt_count"])
-                .values(status=DeliveryStatus.FAILED, lease_until=None, updated_at=utcnow())
-            )
-            if delivery["job_id"]:
-                detail = {"delivery_id": delivery["id"], "outcome": "failed", "error": why}
-                await audit(conn, delivery["job_id"], TrailEvent.DELIVERY, detail, utcnow())
-
-    async def record(self, delivery: Row, attempt: Attempt, plan: Retry | DeadLetter | None) -> bool:
-        """Log the attempt and the delivery's new state, fenced by the attempt count we claimed with."""
+    async def abandon(self, claimed: list[Row], why: str) -> None:
+        """The endpoints are gone or disabled: fail the deliveries without sending."""
+        if not claimed:
+            return
         now = utcnow()
-        number = delivery["attempt_count"] + 1
-        status = DeliveryStatus.SUCCEEDED if plan is None else DeliveryStatus.PENDING
-        if isinstance(plan, DeadLetter):
-            status = DeliveryStatus.FAILED
-        next_at = plan.next_attempt_at if isinstance(plan, Retry) else None
         async with self.engine.begin() as conn:
-            result = await conn.execute(
+            await conn.execute(
                 update(DELIVERIES)
-                .where(DELIVERIES.c.id == delivery["id"], DELIVERIES.c.attempt_count == delivery["attempt_count"])
+                .where(*_fenced(claimed))
+                .values(status=DeliveryStatus.FAILED, lease_until=None, updated_at=now)
+            )
+            trail = [
+                _trail(d["job_id"], {"delivery_id": d["id"], "outcome": "failed", "error": why}, now)
+                for d in claimed
+                if d["job_id"]
+            ]
+            if trail:
+                await audit_many(conn, trail)
+
+    async def record(self, batch: list[Recording]) -> list[bool]:
+        """Log each attempt and its delivery's new state, fenced by the attempt count it was claimed with; False
+        for a delivery a newer claim owns. One transaction for the batch."""
+        now = utcnow()
+        plans = {r.delivery["id"]: r for r in batch}
+        status = {i: _status(r.plan) for i, r in plans.items()}
+        key = DELIVERIES.c.id
+        async with self.engine.begin() as conn:
+            taken = await conn.execute(
+                update(DELIVERIES)
+                .where(*_fenced([r.delivery for r in plans.values()]))
                 .values(
-                    status=status,
-                    attempt_count=number,
-                    budget_used=delivery["budget_used"] + 1,
-                    next_attempt_at=next_at,
+                    status=per_row(key, DELIVERIES.c.status, status),
+                    attempt_count=DELIVERIES.c.attempt_count + 1,
+                    budget_used=DELIVERIES.c.budget_used + 1,
+                    next_attempt_at=per_row(
+                        key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}
+                    ),
                     lease_until=None,
                     updated_at=now,
                 )
+                .returning(key)
             )
-            if result.rowcount != 1:
-                return False
-            await conn.execute(
-                insert(ATTEMPTS).values(
-                    delivery_id=delivery["id"],
-                    attempt=number,
-                    status_code=attempt.status_code,
-                    duration_ms=attempt.duration_ms,
-                    error=attempt.error[:1000] if attempt.error else None,
-                    response_body=attempt.response_body[:BODY_LIMIT] if attempt.response_body else None,
-                    created_at=now,
-                    next_attempt_at=next_at,
-                )
-            )
-            if delivery["job_id"]:
-                await audit(
-                    conn, delivery["job_id"], TrailEvent.DELIVERY, _detail(delivery, number, attempt, status), now
-                )
-            if delivery["endpoint_id"]:
-                await self._judge_endpoint(conn, delivery["endpoint_id"], attempt, now)
-        return True
+            recorded = set(taken.scalars())
+            mine = [r for i, r in plans.items() if i in recorded]
+            if mine:
+                await conn.execute(insert(ATTEMPTS), [_attempt_row(r, now) for r in mine])
+                trail = [
+                    _trail(r.delivery["job_id"], _detail(r, status[r.delivery["id"]]), now)
+                    for r in mine
+                    if r.delivery["job_id"]
+                ]
+                if trail:
+                    await audit_many(conn, trail)
+                judged = [
+                    EndpointResult(r.delivery["endpoint_id"], r.attempt.ok, r.attempt.status_code == GONE)
+                    for r in mine
+                    if r.delivery["endpoint_id"] and (r.send.failing or not r.attempt.ok)
+                ]
+                if judged:  # a success at an endpoint that was not failing changes nothing
+                    for endpoint_id, reason in await judge_endpoints(conn, judged, now, self.disable_after_seconds):
+                        logger.warning("webhook endpoint {} disabled: {}", endpoint_id, reason)
+        return [r.delivery["id"] in recorded and plans[r.delivery["id"]] is r for r in batch]
 
-    async def _judge_endpoint(self, conn: AsyncConnection, endpoint_id: str, attempt: Attempt, now: datetime) -> None:
-        """Track how long the endpoint has failed everything; disable it when gone (410) or failing too long."""
-        where = ENDPOINTS.c.id == endpoint_id
-        if attempt.ok:
-            await conn.execute(
-                update(ENDPOINTS).where(where, ENDPOINTS.c.failing_since.is_not(None)).values(failing_since=None)
-            )
-            return
-        await conn.execute(
-            update(ENDPOINTS).where(where, ENDPOINTS.c.failing_since.is_(None)).values(failing_since=now)
-        )
-        if attempt.status_code == GONE:
-            reason = f"the endpoint answered 410 Gone at {_stamp(now)}"
-        else:
-            cutoff = now - timedelta(seconds=self.disable_after_seconds)
-            since = (await conn.execute(select(ENDPOINTS.c.failing_since).where(where))).scalar_one_or_none()
-            if since is None or since > cutoff:
-                return
-            reason = f"every attempt failed from {_stamp(since)} to {_stamp(now)}"
-        result = await conn.execute(
-            update(ENDPOINTS)
-            .where(where, ENDPOINTS.c.active.is_(True))
-            .values(active=False, disabled_reason=reason, updated_at=now)
-        )
-        if result.rowcount:
-            logger.warning("webhook endpoint {} disabled: {}", endpoint_id, reason)
+
+def _fenced(claimed: list[Row]) -> list[ColumnElement[bool]]:
+    """Each row as it was claimed: a newer claim (a higher attempt count) owns it instead."""
+    counts = {d["id"]: d["attempt_count"] for d in claimed}
+    key = DELIVERIES.c.id
+    return [key.in_(counts), DELIVERIES.c.attempt_count == per_row(key, DELIVERIES.c.attempt_count, counts)]
+
+
+def _status(plan: Retry | DeadLetter | None) -> str:
+    if plan is None:
+        return DeliveryStatus.SUCCEEDED
+    return DeliveryStatus.FAILED if isinstance(plan, DeadLetter) else DeliveryStatus.PENDING
+
+
+def _next_at(plan: Retry | DeadLetter | None) -> datetime | None:
+    return plan.next_attempt_at if isinstance(plan, Retry) else None
+
+
+def _attempt_row(recording: Recording, now: datetime) -> Row:
+    attempt = recording.attempt
+    return {
+        "delivery_id": recording.delivery["id"],
+        "attempt": recording.delivery["attempt_count"] + 1,
+        "status_code": attempt.status_code,
+        "duration_ms": attempt.duration_ms,
+        "error": attempt.error[:1000] if attempt.error else None,
+        "response_body": attempt.response_body[:BODY_LIMIT] if attempt.response_body else None,
+        "created_at": now,
+        "next_attempt_at": _next_at(recording.plan),
+    }
+
+
+def _trail(job_id: str, detail: Row, now: datetime) -> Row:
+    return {"job_id": job_id, "event": TrailEvent.DELIVERY, "detail": detail, "created_at": now}
 
 
 def _not_ours(delivery: Row, now: datetime) -> Drop | ToDeadLetters | Defer:
@@ -196,7 +267,9 @@ def _not_ours(delivery: Row, now: datetime) -> Drop | ToDeadLetters | Defer:
     return Defer(max((t - now).total_seconds() for t in waits) if waits else 0.1)
 
 
-def _detail(delivery: Row, number: int, attempt: Attempt, status: str) -> Row:
+def _detail(recording: Recording, status: str) -> Row:
+    delivery, attempt = recording.delivery, recording.attempt
+    number = delivery["attempt_count"] + 1
     outcome = "retrying" if status == DeliveryStatus.PENDING else status
     return {
         "delivery_id": delivery["id"],
@@ -208,7 +281,3 @@ def _detail(delivery: Row, number: int, attempt: Attempt, status: str) -> Row:
         "outcome": outcome,
         **({"error": attempt.error} if attempt.error else {}),
     }
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds")

@@ -5,32 +5,34 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
+from app.core import safe_http
 from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
+from app.core.failpoints import Failpoints
 from app.core.logging import worker_request_id
 from app.core.messages import OPERATOR_HEADER, REQUEST_ID_HEADER
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
+from app.core.safe_http import safe_client
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
-from app.core.ssrf import UnsafeURL, post, resolve
+from app.core.ssrf import UnsafeURL
 from app.core.statuses import WorkerState
 from app.models.types import utcnow
+from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup
-from app.workers.endpoint_guard import EndpointGuard, Gate
+from app.workers.delivery_batches import WAIT, DeliveryBatches, breaker_key
+from app.workers.endpoint_slots import EndpointSlots
 from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
-from app.workers.webhook_store import GONE, Attempt, Send, WebhookStore
-
-LEASE_MARGIN = 5.0
+from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
 
 
 @dataclass
@@ -42,37 +44,45 @@ class WebhookWorker:
     def __post_init__(self) -> None:
         settings = self.resources.settings
         names = self.resources.names
-        lease = settings.webhook_timeout_seconds + LEASE_MARGIN
+        lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         box = SecretBox(settings.secret_encryption_key)
         disable_after = settings.webhook_disable_after_seconds
-        self.store = WebhookStore(self.resources.engine, names, box, lease, disable_after)
-        self.guard = EndpointGuard(
-            self.resources.redis,
-            names,
-            settings.webhook_breaker_failures,
-            settings.webhook_breaker_cooldown_seconds,
-            settings.webhook_max_in_flight_per_endpoint,
-            lease,
-        )
+        store = WebhookStore(self.resources.engine, names, box, lease, disable_after)
+        failpoints = Failpoints.parse(settings.failpoints)
+        self.batches = DeliveryBatches(store, endpoint_breakers(self.resources), self.outbox, failpoints=failpoints)
+        self.slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
+        self.waited = 0
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
         self.fanout = ConsumerGroup(self.resources, f"{self.name}-fanout", fanout_plan, self._fan_out)
         self.senders = ConsumerGroup(
             self.resources, self.name, {names.webhook_deliver_queue: settings.webhook_consumers}, self._deliver
         )
-        # trust_env=False: a proxy from the environment would bypass the pinned, checked address.
-        self.http = httpx.AsyncClient(follow_redirects=False, trust_env=False, limits=httpx.Limits(max_connections=100))
+        # Pooled per (scheme, host, port), every connection checked where it is dialled (rule 12). Connections to
+        # an endpoint stay within its in-flight cap (one per attempt); endpoints sharing a host do not share a cap.
+        self.http = safe_client(
+            settings.webhook_allow_private_networks,
+            max_connections=settings.webhook_max_connections,
+            max_keepalive=settings.webhook_max_connections,
+            keepalive_seconds=settings.webhook_keepalive_seconds,
+            dns_default_seconds=settings.webhook_dns_cache_seconds,
+        )
 
     def report(self) -> str:
         states = {self.fanout.state, self.senders.state}
         return WorkerState.RUNNING if states == {WorkerState.RUNNING} else WorkerState.STOPPED
 
     async def start(self) -> None:
+        self.batches.reopen()
         await self.fanout.start()
         await self.senders.start()
 
     async def stop(self, grace: float | None = None) -> None:
         grace = self.resources.settings.shutdown_grace_seconds if grace is None else grace
         await asyncio.gather(self.fanout.stop(grace), self.senders.stop(grace))
+        await self.batches.close()
+        for batcher in self.batches.batchers:
+            logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
+        logger.info("{}: {} delivery message(s) sent to wait in a delay tier", self.name, self.waited)
         await self.http.aclose()
 
     async def _fan_out(self, message: AbstractIncomingMessage) -> None:
@@ -85,17 +95,13 @@ class WebhookWorker:
         if event["type"] not in SUBSCRIBABLE_EVENTS:
             await message.ack()  # queued, running: no endpoint can ask for them, so no database work
             return
-        request_id = _header(message, REQUEST_ID_HEADER)
-        worker_request_id.set(request_id)
-        staged = await self.store.fan_out(event, message.body, request_id)
-        await self.outbox.publish(staged)
+        await self.batches.fan_out((event, message.body, _header(message, REQUEST_ID_HEADER)))
         await message.ack()
 
     async def _deliver(self, message: AbstractIncomingMessage) -> None:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
-        verdict = await self.store.claim(delivery_id)
-        match verdict:
+        match await self.batches.claim(delivery_id):
             case Drop(why):
                 logger.info("dropping delivery message {}: {}", delivery_id, why)
                 await message.ack()
@@ -104,37 +110,39 @@ class WebhookWorker:
             case Defer(seconds):
                 await self._to_tier(message, tier_for_wait(self.resources.topology.webhook_tiers, seconds), None)
                 await message.ack()
-            case Send(delivery, secrets):
-                await self._send(message, delivery, secrets)
+            case Send() as send:
+                await self._send(message, send, operator=bool(_header(message, OPERATOR_HEADER)))
 
-    async def _send(self, message: AbstractIncomingMessage, delivery: dict[str, Any], secrets: list[str]) -> None:
-        if not secrets:
-            await self.store.abandon(delivery, "the endpoint was deleted or disabled")
-            await message.ack()
+    async def _send(self, message: AbstractIncomingMessage, send: Send, operator: bool) -> None:
+        """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
+        or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
+        given back and its retry budget untouched. An operator's action takes no slot: it is the probe."""
+        delivery = send.delivery
+        key = breaker_key(delivery)
+        if not operator and not await self.slots.take(key):
+            await self.batches.give_back(delivery)
+            await self._wait_out(message, 0.0)
             return
-        guard_key = delivery["endpoint_id"] or f"callback:{urlsplit(delivery['url']).netloc}"
-        operator = bool(_header(message, OPERATOR_HEADER))
-        gate, wait = (Gate.SEND, 0.0) if operator else await self.guard.admit(guard_key, delivery["id"])
-        if gate in (Gate.OPEN, Gate.BUSY):
-            # No attempt and no consumer held: back through a delay tier, the retry budget untouched.
-            await self.store.release(delivery)
-            tiers = self.resources.topology.webhook_tiers
-            await self._to_tier(message, tier_at_most(tiers, wait), None)
-            await message.ack()
-            return
+        took: float | None = None
         try:
-            attempt = await self._attempt(delivery, secrets)
-        except BaseException:
-            await self.guard.release(guard_key, delivery["id"])
-            raise
-        if await self.guard.done(guard_key, delivery["id"], attempt.ok):
-            logger.warning("circuit opened for {}: deliveries wait in the delay tiers", guard_key)
-        await self._settle(message, delivery, attempt)
-
-    async def _settle(self, message: AbstractIncomingMessage, delivery: dict[str, Any], attempt: Attempt) -> None:
-        """Record the attempt, then ack, send to a delay tier, or reject into the webhook DLQ."""
+            admission = await self.batches.admit(delivery, operator)
+            if admission.gate in WAIT:
+                await self._wait_out(message, admission.wait)
+                return
+            started = time.perf_counter()
+            try:
+                attempt = await self._attempt(delivery, send.secrets)
+            except BaseException:
+                await self.batches.release(delivery)
+                raise
+            took = time.perf_counter() - started
+            await self.batches.done(delivery, attempt.ok)
+        finally:
+            if not operator:
+                self.slots.give(key, took)
         plan = None if attempt.ok else self._plan(delivery, attempt)
-        if not await self.store.record(delivery, attempt, plan):
+        recorded = await self.batches.record(Recording(send, attempt, plan))
+        if not recorded:
             await message.ack()  # a newer claim owns it now
             return
         if isinstance(plan, Retry):
@@ -144,6 +152,11 @@ class WebhookWorker:
             await message.reject(requeue=False)
         else:
             await message.ack()
+
+    async def _wait_out(self, message: AbstractIncomingMessage, seconds: float) -> None:
+        self.waited += 1
+        await self._to_tier(message, tier_at_most(self.resources.topology.webhook_tiers, seconds), None)
+        await message.ack()
 
     def _plan(self, delivery: dict[str, Any], attempt: Attempt) -> Retry | DeadLetter:
         if attempt.status_code == GONE:
@@ -157,10 +170,9 @@ class WebhookWorker:
         settings = self.resources.settings
         started = time.perf_counter()
         try:
-            target = await resolve(delivery["url"], settings.webhook_allow_private_networks)
             body, request_id = delivery["body"], delivery["request_id"]
             headers = signed_headers(secrets, delivery["id"], int(time.time()), body, request_id)
-            response = await post(self.http, target, body, headers, settings.webhook_timeout_seconds)
+            response = await safe_http.post(self.http, delivery["url"], body, headers, settings.webhook_timeout_seconds)
         except (UnsafeURL, httpx.HTTPError, OSError) as exc:
             elapsed = (time.perf_counter() - started) * 1000
             return Attempt(None, elapsed, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)

@@ -1,0 +1,119 @@
+"""The webhook path's group commits (rule 17): fan-outs, delivery claims and attempt records of many messages,
+each batch one transaction; the endpoints' breakers asked and fed with one Redis round trip per batch; the
+messages a batch stages published together, their confirms awaited together."""
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from app.core.database import is_unreachable
+from app.core.failpoints import Failpoint, Failpoints
+from app.core.group_commit import GroupCommit
+from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
+from app.services.outbox import Outbox
+from app.services.transitions import Row
+from app.workers.job_store import Drop
+from app.workers.webhook_store import Claim, Recording, Send, WebhookStore
+
+Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
+
+
+def breaker_key(delivery: Row) -> str:
+    """An endpoint's breaker key; a job's callback URL is judged by its host."""
+    return delivery["endpoint_id"] or f"callback:{urlsplit(delivery['url']).netloc}"
+
+
+@dataclass
+class DeliveryBatches:
+    store: WebhookStore
+    breakers: EndpointBreakers
+    outbox: Outbox
+    max_batch: int = 128
+    failpoints: Failpoints = field(default_factory=Failpoints)
+
+    def __post_init__(self) -> None:
+        self.fanouts = GroupCommit("webhook-fanouts", self._fan_out, self.max_batch, is_unreachable)
+        self.claims = GroupCommit("delivery-claims", self._claim, self.max_batch, is_unreachable)
+        self.admissions = GroupCommit("delivery-admissions", self._admit, self.max_batch)
+        self.releases = GroupCommit("endpoint-slot-releases", self._release, self.max_batch)
+        self.outcomes = GroupCommit("endpoint-outcomes", self._done, self.max_batch)
+        self.returns = GroupCommit("delivery-lease-returns", self._give_back, self.max_batch, is_unreachable)
+        self.records = GroupCommit("delivery-records", self._record, self.max_batch, is_unreachable)
+
+    async def fan_out(self, event: Event) -> None:
+        """Stage the event's deliveries and publish their messages (confirmed), batched with other events."""
+        await self.fanouts.run(event)
+
+    async def claim(self, delivery_id: str) -> Claim:
+        """Lease one delivery, batched; a delivery whose endpoint is gone or disabled is failed here (Drop)."""
+        return await self.claims.run(delivery_id)
+
+    async def admit(self, delivery: Row, operator: bool) -> Admission:
+        """Ask the endpoint's breaker and shared cap, batched; a delivery told to wait has its lease back."""
+        return await self.admissions.run((delivery, operator))
+
+    async def give_back(self, delivery: Row) -> None:
+        """Return a claimed delivery's lease unattempted (it waits in a delay tier), batched."""
+        await self.returns.run(delivery)
+
+    async def release(self, delivery: Row) -> None:
+        """Free the delivery's shared endpoint slot (and probe) when nothing was sent after all, batched."""
+        await self.releases.run(Ask(breaker_key(delivery), delivery["id"], False))
+
+    async def done(self, delivery: Row, ok: bool) -> None:
+        """Free the delivery's shared endpoint slot and feed the endpoint's breaker with its answer, batched."""
+        await self.outcomes.run(Result(breaker_key(delivery), delivery["id"], ok))
+
+    async def record(self, recording: Recording) -> bool:
+        """Log one attempt, batched; False when a newer claim owns it."""
+        return await self.records.run(recording)
+
+    async def _fan_out(self, events: list[Event]) -> list[None]:
+        staged = await self.store.fan_out(events)
+        await self.outbox.publish([p for one in staged for p in one])
+        return [None] * len(events)
+
+    async def _claim(self, delivery_ids: list[str]) -> list[Claim]:
+        verdicts = await self.store.claim(delivery_ids)
+        orphans = [v.delivery for v in verdicts if isinstance(v, Send) and not v.secrets]
+        await self.store.abandon(orphans, GONE_ENDPOINT)
+        return [Drop(GONE_ENDPOINT) if isinstance(v, Send) and not v.secrets else v for v in verdicts]
+
+    async def _admit(self, asks: list[tuple[Row, bool]]) -> list[Admission]:
+        said = await self.breakers.admit_many([Ask(breaker_key(d), d["id"], operator) for d, operator in asks])
+        await self.store.release([d for (d, _), a in zip(asks, said, strict=True) if a.gate in WAIT])
+        return said
+
+    async def _release(self, asks: list[Ask]) -> list[None]:
+        await self.breakers.release_many(asks)
+        return [None] * len(asks)
+
+    async def _done(self, results: list[Result]) -> list[None]:
+        await self.breakers.done_many(results)
+        return [None] * len(results)
+
+    async def _give_back(self, claimed: list[Row]) -> list[None]:
+        await self.store.release(claimed)
+        return [None] * len(claimed)
+
+    async def _record(self, batch: list[Recording]) -> list[bool]:
+        recorded = await self.store.record(batch)
+        if any(recorded):
+            self.failpoints.hit(Failpoint.AFTER_RECORD_COMMIT)
+        return recorded
+
+    def reopen(self) -> None:
+        for batcher in self.batchers:
+            batcher.reopen()
+
+    async def close(self) -> None:
+        for batcher in self.batchers:
+            await batcher.close()
+
+    @property
+    def batchers(self) -> "tuple[GroupCommit[Any, Any], ...]":
+        return (self.fanouts, self.claims, self.admissions, self.outcomes, self.releases, self.returns, self.records)
+
+
+WAIT = (Gate.OPEN, Gate.BUSY)
+GONE_ENDPOINT = "the endpoint was deleted or disabled"
