@@ -1,14 +1,18 @@
-"""A real HTTP receiver on 127.0.0.1 for webhook tests: records every request, answers as scripted."""
+"""A real HTTP receiver on 127.0.0.1 for webhook tests: records every request, answers as scripted; and the same
+receiver behind a server that counts its TCP connections."""
 
 import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import Response
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tests.support import free_port, wait_for
 
@@ -71,4 +75,59 @@ async def running_receiver() -> AsyncIterator[Receiver]:
         yield receiver
     finally:
         server.should_exit = True
+        await task
+
+
+@dataclass
+class Server:
+    """A Receiver behind uvicorn that also counts the TCP connections it accepted and its requests in flight."""
+
+    receiver: Receiver
+    connections: int = 0
+    in_flight: int = 0
+    most_in_flight: int = 0
+
+    def url(self, path: str = "/hook", host: str = "127.0.0.1", scheme: str = "http") -> str:
+        return f"{scheme}://{host}:{self.receiver.port}{path}"
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.receiver(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    def protocol(self) -> type[H11Protocol]:
+        server = self
+
+        class Counting(H11Protocol):
+            def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+                server.connections += 1
+                super().connection_made(transport)
+
+        return Counting
+
+
+@contextlib.asynccontextmanager
+async def serving(tls: Path | None = None) -> AsyncIterator[Server]:
+    """A Server on 127.0.0.1; with `tls`, HTTPS with the cert.pem and key.pem in that directory."""
+    server = Server(Receiver(free_port()))
+    config = uvicorn.Config(
+        server,
+        host="127.0.0.1",
+        port=server.receiver.port,
+        log_config=None,
+        lifespan="off",
+        http=server.protocol(),
+        ssl_certfile=None if tls is None else tls / "cert.pem",
+        ssl_keyfile=None if tls is None else tls / "key.pem",
+    )
+    running = uvicorn.Server(config)
+    task = asyncio.create_task(running.serve())
+    await wait_for(_started(running), within=10, interval=0.01)
+    try:
+        yield server
+    finally:
+        running.should_exit = True
         await task

@@ -2,30 +2,26 @@
 where they are dialled (rebinding, mixed answers, literals), kept per host name, and TLS verifies the name."""
 
 import asyncio
-import contextlib
 import datetime
 import ipaddress
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from starlette.responses import Response
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.core.safe_http import Address, DnsCache, OriginGates, download, post, safe_client
 from app.core.ssrf import TooLarge, UnsafeURL
-from tests.receiver import Received, Receiver
-from tests.support import free_port, wait_for
+from tests.receiver import Received, Server, serving
 
 ALLOWED = "127.0.0.1"  # the servers listen here; every other address is the test's "forbidden" one
 FORBIDDEN = "127.0.0.2"
@@ -50,65 +46,6 @@ class StubResolver:
         if not answer:
             raise OSError(f"no address for {host}")
         return answer, self.ttl
-
-
-@dataclass
-class Server:
-    """A Receiver behind uvicorn that also counts the TCP connections it accepted and its requests in flight."""
-
-    receiver: Receiver
-    connections: int = 0
-    in_flight: int = 0
-    most_in_flight: int = 0
-
-    def url(self, path: str = "/hook", host: str = ALLOWED, scheme: str = "http") -> str:
-        return f"{scheme}://{host}:{self.receiver.port}{path}"
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            await self.receiver(scope, receive, send)
-        finally:
-            self.in_flight -= 1
-
-    def protocol(self) -> type[H11Protocol]:
-        server = self
-
-        class Counting(H11Protocol):
-            def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-                server.connections += 1
-                super().connection_made(transport)
-
-        return Counting
-
-
-@contextlib.asynccontextmanager
-async def serving(tls: Path | None = None) -> AsyncIterator[Server]:
-    """A Server on 127.0.0.1; with `tls`, HTTPS with the cert.pem and key.pem in that directory."""
-    server = Server(Receiver(free_port()))
-    config = uvicorn.Config(
-        server,
-        host=ALLOWED,
-        port=server.receiver.port,
-        log_config=None,
-        lifespan="off",
-        http=server.protocol(),
-        ssl_certfile=None if tls is None else tls / "cert.pem",
-        ssl_keyfile=None if tls is None else tls / "key.pem",
-    )
-    running = uvicorn.Server(config)
-    task = asyncio.create_task(running.serve())
-
-    async def started() -> bool:
-        return running.started
-
-    await wait_for(started, within=10, interval=0.01)
-    try:
-        yield server
-    finally:
-        running.should_exit = True
-        await task
 
 
 @pytest.fixture

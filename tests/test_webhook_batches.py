@@ -1,0 +1,339 @@
+"""The webhook path's group commits (app/workers/delivery_batches.py): one bad attempt record fails only its own
+delivery; a kill -9 between a record batch's commit and its acks sends nothing recorded twice; the pooled client
+keeps to the endpoint's in-flight cap; and the in-process slot wait of app/workers/endpoint_slots.py."""
+
+import asyncio
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.messages import job_event
+from app.core.resources import Resources
+from app.core.secret_box import SecretBox
+from app.core.signing import new_secret
+from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
+from app.models.types import utcnow
+from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
+from app.services.deliveries import parse_event
+from app.services.outbox import Pending
+from app.services.relay import make_outbox
+from app.workers.delivery_batches import DeliveryBatches, Event
+from app.workers.endpoint_slots import MAX_WAIT_SECONDS, EndpointSlots
+from app.workers.job_worker import JobWorker
+from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
+from tests.conftest import make_settings, running_webhook_worker, settings_env
+from tests.receiver import Receiver, serving
+from tests.support import Api, BrokerProbe, app_process, make_job, until_status, wait_for
+
+# ---------------------------------------------------------------- one bad record among many
+
+
+def store_for(resources: Resources) -> WebhookStore:
+    """The store as the webhook worker builds it."""
+    settings = resources.settings
+    lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
+    box = SecretBox(settings.secret_encryption_key)
+    return WebhookStore(resources.engine, resources.names, box, lease, settings.webhook_disable_after_seconds)
+
+
+async def an_endpoint(db: AsyncEngine, box: SecretBox, client_id: str) -> str:
+    """A registered endpoint for job.succeeded; nothing is ever sent to its URL (the discard port)."""
+    now = utcnow()
+    endpoint_id = str(uuid.uuid4())
+    row = {
+        "id": endpoint_id,
+        "client_id": client_id,
+        "url": "http://127.0.0.1:9/hook",
+        "events": ["job.succeeded"],
+        "active": True,
+        "secret": box.seal(new_secret()),
+        "created_at": now,
+        "updated_at": now,
+    }
+    async with db.begin() as conn:
+        await conn.execute(insert(ENDPOINTS).values(**row))
+    return endpoint_id
+
+
+async def finished_jobs(db: AsyncEngine, resources: Resources, client_id: str, count: int) -> list[Event]:
+    """Succeeded jobs of the client, each with its job.succeeded event as the worker would consume it."""
+    now = utcnow()
+    jobs = [make_job(now, client_id=client_id, status="succeeded", seq=3, finished_at=now) for _ in range(count)]
+    async with db.begin() as conn:
+        await conn.execute(insert(JOBS), jobs)
+    bodies = [job_event(resources.names, job, now).body for job in jobs]
+    return [(parse_event(body), body, None) for body in bodies]
+
+
+async def forget(db: AsyncEngine, staged: list[list[Pending]]) -> None:
+    """Drop the staged delivery messages: the test claims by id, and no relay is to send them later."""
+    async with db.begin() as conn:
+        await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_([p.id for one in staged for p in one])))
+
+
+def answered(status_code: int) -> Attempt:
+    return Attempt(status_code, 3.0, None, "ok")
+
+
+async def test_an_attempt_the_database_refuses_fails_only_its_own_delivery(db: AsyncEngine) -> None:
+    resources = await Resources.open(make_settings(), role="test-records")
+    outbox = make_outbox(resources)
+    try:
+        store = store_for(resources)
+        batches = DeliveryBatches(store, endpoint_breakers(resources), outbox)
+        client_id = "records-" + uuid.uuid4().hex[:8]
+        await an_endpoint(db, store.box, client_id)
+        staged = await store.fan_out(await finished_jobs(db, resources, client_id, 4))
+        await forget(db, staged)
+        ids = [p.message.message_id or "" for one in staged for p in one]
+        assert len(ids) == 4
+        sends = [s for s in await store.claim(ids) if isinstance(s, Send)]
+        assert len(sends) == 4
+        bad, *good = sends
+
+        recordings = [Recording(bad, answered(2**40), None)] + [Recording(s, answered(200), None) for s in good]
+        outcomes = await asyncio.gather(*(batches.record(r) for r in recordings), return_exceptions=True)
+
+        assert isinstance(outcomes[0], DBAPIError) and "out of int32 range" in str(outcomes[0])
+        assert outcomes[1:] == [True, True, True]
+        # One batch of four that failed, then each item alone: the three good ones committed, the bad one raised.
+        assert (batches.records.batches, batches.records.items) == (5, 8)
+        rows = await deliveries_by_id(db, ids)
+        attempts = await attempts_by_delivery(db, ids)
+        for send in good:
+            assert rows[send.delivery["id"]] == ("succeeded", 1, None)
+            assert attempts[send.delivery["id"]] == [(1, 200)]
+        bad_id = bad.delivery["id"]
+        assert rows[bad_id] == ("pending", 0, bad.delivery["lease_until"])  # still claimed, by the same lease
+        assert bad_id not in attempts
+        assert await delivery_trail(db, [s.delivery["job_id"] for s in sends]) == {
+            s.delivery["job_id"]: 1 for s in good
+        }
+
+        # The claim still holds: a sane attempt for the same delivery is recorded as usual.
+        assert await batches.record(Recording(bad, answered(200), None)) is True
+        assert (await deliveries_by_id(db, [bad_id]))[bad_id] == ("succeeded", 1, None)
+    finally:
+        await outbox.close()
+        await resources.close()
+
+
+async def deliveries_by_id(db: AsyncEngine, ids: list[str]) -> dict[str, tuple[str, int, Any]]:
+    query = select(DELIVERIES.c.id, DELIVERIES.c.status, DELIVERIES.c.attempt_count, DELIVERIES.c.lease_until)
+    async with db.connect() as conn:
+        rows = await conn.execute(query.where(DELIVERIES.c.id.in_(ids)))
+        return {row.id: (row.status, row.attempt_count, row.lease_until) for row in rows}
+
+
+async def attempts_by_delivery(db: AsyncEngine, ids: list[str]) -> dict[str, list[tuple[int, int | None]]]:
+    query = select(ATTEMPTS.c.delivery_id, ATTEMPTS.c.attempt, ATTEMPTS.c.status_code).order_by(ATTEMPTS.c.attempt)
+    found: dict[str, list[tuple[int, int | None]]] = {}
+    async with db.connect() as conn:
+        for row in await conn.execute(query.where(ATTEMPTS.c.delivery_id.in_(ids))):
+            found.setdefault(row.delivery_id, []).append((row.attempt, row.status_code))
+    return found
+
+
+async def delivery_trail(db: AsyncEngine, job_ids: list[str]) -> dict[str, int]:
+    """How many `delivery` entries each job's audit trail holds (jobs with none left out)."""
+    query = (
+        select(JOB_EVENTS.c.job_id, func.count())
+        .where(JOB_EVENTS.c.job_id.in_(job_ids), JOB_EVENTS.c.event == "delivery")
+        .group_by(JOB_EVENTS.c.job_id)
+    )
+    async with db.connect() as conn:
+        return {job_id: count for job_id, count in (await conn.execute(query)).all()}
+
+
+# ---------------------------------------------------------------- kill -9 between a record commit and its acks
+
+JOBS_PER_TEST = 6
+
+
+def webhooks_env(**overrides: object) -> dict[str, str]:
+    """A webhook worker process with a consumer (and an endpoint slot) for every delivery of the test."""
+    consumers = {"webhook_consumers": JOBS_PER_TEST, "webhook_max_in_flight_per_endpoint": JOBS_PER_TEST}
+    return settings_env(make_settings(**consumers, **overrides))
+
+
+async def register(api: Api, headers: dict[str, str], url: str) -> str:
+    answer = await api.client.post("/api/v1/webhooks", json={"url": url, "events": ["job.succeeded"]}, headers=headers)
+    assert answer.status_code == 201, answer.text
+    endpoint_id: str = answer.json()["id"]
+    return endpoint_id
+
+
+async def statuses_of(db: AsyncEngine, client_id: str) -> dict[str, str]:
+    async with db.connect() as conn:
+        rows = await conn.execute(
+            select(DELIVERIES.c.id, DELIVERIES.c.status).where(DELIVERIES.c.client_id == client_id)
+        )
+        return {row.id: row.status for row in rows}
+
+
+async def purge_webhook_queues(broker: BrokerProbe) -> None:
+    """Earlier tests' events and delivery messages would share the first batches."""
+    names = broker.topology.names
+    tiers = [names.webhook_tier_queue(tier) for tier in broker.topology.webhook_tiers]
+    await broker.purge(names.webhook_events_queue, names.webhook_deliver_queue, *tiers)
+
+
+@pytest.mark.slow
+async def test_sigkill_after_a_record_commit_sends_no_recorded_delivery_again(
+    api: Api, worker: JobWorker, broker: BrokerProbe, receiver: Receiver, db: AsyncEngine, tmp_path: Path
+) -> None:
+    await purge_webhook_queues(broker)
+    client_id = "crash-record-" + uuid.uuid4().hex[:6]
+    headers = await api.new_client(client_id)
+    await register(api, headers, receiver.url("/crash"))
+    jobs = [(await api.submit(headers, payload={"n": n})).json()["id"] for n in range(JOBS_PER_TEST)]
+    for job_id in jobs:  # their events wait in the webhook events queue: no webhook worker runs yet
+        assert (await until_status(api, headers, job_id))["status"] == "succeeded"
+
+    with app_process(["worker", "webhooks"], webhooks_env(failpoints="after_record_commit"), tmp_path / "a.log") as a:
+        exit_code = await asyncio.to_thread(a.popen.wait, 60)  # the receiver must keep answering meanwhile
+        assert exit_code == -9, a.output()  # it killed itself right after committing its first attempt records
+    recorded = {i for i, status in (await statuses_of(db, client_id)).items() if status == "succeeded"}
+    assert recorded, "the first record batch committed before the crash"
+    sent_before = Counter(r.headers["webhook-id"] for r in receiver.on("/crash"))
+    assert all(sent_before[i] == 1 for i in recorded), sent_before
+
+    with app_process(["worker", "webhooks"], webhooks_env(log_level="INFO"), tmp_path / "b.log") as b:
+
+        async def all_succeeded() -> dict[str, str] | None:
+            found = await statuses_of(db, client_id)
+            return found if len(found) == JOBS_PER_TEST and set(found.values()) == {"succeeded"} else None
+
+        await wait_for(all_succeeded, within=60, interval=0.2)
+
+        async def redeliveries_handled() -> bool:
+            """Each redelivered message of a delivery recorded before the crash was dropped (or, wrongly, sent)."""
+            log, again = b.output(), Counter(r.headers["webhook-id"] for r in receiver.on("/crash"))
+            return all(
+                f"dropping delivery message {i}: delivery already succeeded" in log or again[i] > 1 for i in recorded
+            )
+
+        await wait_for(redeliveries_handled, within=30, interval=0.2)
+
+    deliveries = await statuses_of(db, client_id)
+    sent = Counter(r.headers["webhook-id"] for r in receiver.on("/crash"))
+    assert {i: sent[i] for i in recorded} == dict.fromkeys(recorded, 1)  # dropped when redelivered, never resent
+    assert set(deliveries.values()) == {"succeeded"}
+    assert set(sent) == set(deliveries)  # every delivery reached the receiver, under its own webhook-id
+    assert len(sent) == len(deliveries) == JOBS_PER_TEST
+    async with db.connect() as conn:
+        per_pair = await conn.execute(
+            select(DELIVERIES.c.event_id, DELIVERIES.c.target, func.count())
+            .where(DELIVERIES.c.client_id == client_id)
+            .group_by(DELIVERIES.c.event_id, DELIVERIES.c.target)
+        )
+        assert sorted(count for _, _, count in per_pair) == [1] * JOBS_PER_TEST
+
+
+# ---------------------------------------------------------------- connections through the worker
+
+
+async def test_200_deliveries_to_one_endpoint_open_at_most_its_in_flight_cap_of_connections(
+    api: Api, broker: BrokerProbe
+) -> None:
+    cap = 3
+    settings = make_settings(webhook_consumers=8, webhook_max_in_flight_per_endpoint=cap)
+    headers = await api.new_client("hooks-pool")
+    await purge_webhook_queues(broker)
+    async with serving() as server:
+        server.receiver.delay = 0.005  # long enough for attempts to overlap
+        answer = await api.client.post("/api/v1/webhooks", json={"url": server.url("/pool")}, headers=headers)
+        assert answer.status_code == 201, answer.text
+        ping = f"/api/v1/webhooks/{answer.json()['id']}/test"
+        # Queued before the worker runs, so its eight consumers all find work at once.
+        queued = [(await api.client.post(ping, headers=headers)).json()["delivery_id"] for _ in range(200)]
+
+        async def all_arrived() -> set[str] | None:
+            got = {r.headers["webhook-id"] for r in server.receiver.on("/pool")}
+            return got if len(got) >= 200 else None
+
+        async with running_webhook_worker(settings):
+            arrived = await wait_for(all_arrived, within=30)
+    assert arrived == set(queued)
+    assert len(server.receiver.requests) == 200
+    assert 1 <= server.connections <= cap, server.connections
+    assert server.most_in_flight == cap  # the cap was reached (so the bound above means something), never passed
+
+
+# ---------------------------------------------------------------- the in-process slot wait
+
+
+FAST, SLOW = 0.001, 5.0  # round trips well inside and well outside any bound the slots keep
+
+
+async def taught(slots: EndpointSlots, key: str, round_trip: float) -> EndpointSlots:
+    """The slots after one attempt to `key` that took `round_trip` seconds."""
+    assert await slots.take(key)
+    slots.give(key, round_trip)
+    return slots
+
+
+async def test_a_fast_endpoints_delivery_waits_for_a_slot_and_gets_it_when_one_frees() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    assert 0 < slots.wait_bound("fast") <= MAX_WAIT_SECONDS
+    assert await slots.take("fast")
+    waiting = asyncio.create_task(slots.take("fast"))
+    await asyncio.sleep(0)
+    assert not waiting.done() and slots.full("fast")
+    slots.give("fast", FAST)
+    assert await waiting is True
+    assert slots.full("fast")  # the freed slot went to the waiter: one in flight, never two
+    slots.give("fast", FAST)
+    assert not slots.full("fast")
+
+
+async def test_a_fast_endpoints_delivery_gives_up_once_its_bound_passes() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    bound = slots.wait_bound("fast")
+    assert await slots.take("fast")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert await slots.take("fast") is False
+    assert bound <= loop.time() - started < bound + 1
+    assert slots.full("fast")  # still the one attempt in flight
+
+
+async def test_a_slow_endpoints_delivery_does_not_wait_at_all() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=2), "slow", SLOW)
+    assert slots.wait_bound("slow") == 0.0
+    for _ in range(2):
+        assert await slots.take("slow")
+    taking = slots.take("slow")
+    with pytest.raises(StopIteration) as finished:
+        taking.send(None)  # it returns without ever suspending: no wait at all
+    assert finished.value.value is False
+    assert slots.full("slow") and not slots.full("other")
+    assert await slots.take("other")  # another endpoint is not held up by it
+
+
+async def test_many_deliveries_to_one_endpoint_never_exceed_its_cap() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=3), "hooks", FAST)
+    holding = most = sent = 0
+
+    async def deliver() -> bool:
+        nonlocal holding, most, sent
+        if not await slots.take("hooks"):
+            return False
+        holding += 1
+        most = max(most, holding)
+        await asyncio.sleep(FAST)
+        holding -= 1
+        sent += 1
+        slots.give("hooks", FAST)
+        return True
+
+    outcomes = await asyncio.gather(*(deliver() for _ in range(60)))
+    assert most == 3
+    assert outcomes.count(True) == sent >= 3
+    assert not slots.full("hooks")
