@@ -2,9 +2,10 @@
 
 Creates a fresh PostgreSQL database and namespace, runs each scenario (each starts the service's processes it
 needs and stops them), removes everything it created — also on an error, Ctrl-C or SIGTERM — and prints one
-markdown table, also written to bench/results/latest.md (a full run) or bench/results/quick.md (--quick),
-unless --output says where. Exits 1 when a scenario failed (its row says why), 0 otherwise: missed targets are
-reported in the table, not by the exit code.
+markdown table, also written to bench/results/latest.md (a full run of every scenario), bench/results/quick.md
+(--quick) or bench/results/partial.md (a full run of some, --only), unless --output says where. Exits 1 when
+a scenario failed (its row says why), 0 otherwise: missed targets are reported in the table, not by the exit
+code.
 """
 
 import argparse
@@ -120,12 +121,19 @@ async def run(args: argparse.Namespace) -> int:
     notes.append(f"the whole run took {total:.0f} s.")
     mode = "quick: tiny sizes, figures not meaningful" if args.quick else "full"
     text = document(header(mode, sizes.shown(), env.shown_settings(), services), rows, notes)
-    output = args.output or RESULTS / ("quick.md" if args.quick else "latest.md")
+    output = args.output or RESULTS / _default_output(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(text, flush=True)
     say(f"written to {output}")
     return 1 if failed else 0
+
+
+def _default_output(args: argparse.Namespace) -> str:
+    """latest.md holds full runs of every scenario only: a quick or partial run never replaces it."""
+    if args.quick:
+        return "quick.md"
+    return "partial.md" if args.only and set(args.only) != set(SCENARIOS) else "latest.md"
 
 
 async def _run_scenario(

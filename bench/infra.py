@@ -87,6 +87,13 @@ class Db:
         )
         return {row["routing_key"]: row["n"] for row in rows}
 
+    async def delivery_statuses(self, endpoint_id: str) -> dict[str, int]:
+        """An endpoint's deliveries by status (pending: in flight or waiting in a delay tier)."""
+        rows = await self.pool.fetch(
+            "SELECT status, count(*) AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY status", endpoint_id
+        )
+        return {row["status"]: row["n"] for row in rows}
+
     async def queued_jobs(self) -> list[dict[str, Any]]:
         rows = await self.pool.fetch("SELECT * FROM jobs WHERE status = 'queued' ORDER BY created_at")
         jobs = []

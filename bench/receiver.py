@@ -1,13 +1,16 @@
-"""A webhook receiver that verifies every signature: `python -m bench.receiver --port P` (secret in
-BENCH_WEBHOOK_SECRET, the endpoint's `whsec_...`).
+"""A webhook receiver that verifies every signature: `python -m bench.receiver --port P [--delay S]` (secret
+in BENCH_WEBHOOK_SECRET, the endpoint's `whsec_...`).
 
 `POST /hook` notes the arrival time first, then verifies the Standard Webhooks signature with the
-`standardwebhooks` library (the receiver side a client would use), answers 200 when it holds and 400 when it
-does not. `GET /records` returns what arrived: `{"verified", "rejected", "records": [[arrival, webhook-id,
-event type, job id], ...]}`; `POST /reset` forgets it. Served by uvicorn with the service's server settings.
+`standardwebhooks` library (the receiver side a client would use), answers 200 when it holds (after `--delay`
+seconds: a slow endpoint) and 400 when it does not. `GET /records` returns what arrived: `{"verified",
+"rejected", "answered", "in_flight", "peak_in_flight", "records": [[arrival, webhook-id, event type, job id],
+...]}` (answered: verified callbacks already answered; in flight: verified, not yet answered); `POST /reset`
+forgets it. Served by uvicorn with the service's server settings.
 """
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -24,10 +27,12 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class Receiver:
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str, delay: float = 0.0) -> None:
         self.webhook = Webhook(secret)
+        self.delay = delay
         self.records: list[tuple[float, str, str, str | None]] = []
         self.rejected = 0
+        self.answered = self.in_flight = self.peak_in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -43,10 +48,9 @@ class Receiver:
         if method == "POST" and path == "/hook":
             await self._hook(scope, body, arrived, send)
         elif method == "GET" and path == "/records":
-            payload = {"verified": len(self.records), "rejected": self.rejected, "records": self.records}
-            await _answer(send, 200, json.dumps(payload).encode())
+            await _answer(send, 200, json.dumps(self._seen()).encode())
         elif method == "POST" and path == "/reset":
-            self.records, self.rejected = [], 0
+            self.records, self.rejected, self.answered, self.peak_in_flight = [], 0, 0, self.in_flight
             await _answer(send, 200, b"{}")
         else:
             await _answer(send, 404, b"{}")
@@ -62,7 +66,25 @@ class Receiver:
         job = ((event.get("data") or {}).get("job") or {}) if isinstance(event, dict) else {}
         kind = event.get("type", "") if isinstance(event, dict) else ""
         self.records.append((arrived, headers.get("webhook-id", ""), kind, job.get("id")))
-        await _answer(send, 200, b'{"verified":true}')
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            await _answer(send, 200, b'{"verified":true}')
+            self.answered += 1
+        finally:
+            self.in_flight -= 1
+
+    def _seen(self) -> dict[str, Any]:
+        return {
+            "verified": len(self.records),
+            "rejected": self.rejected,
+            "answered": self.answered,
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+            "records": self.records,
+        }
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:
@@ -74,8 +96,9 @@ async def _answer(send: Send, status: int, body: bytes) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.receiver", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--delay", type=float, default=0.0, help="answer a verified callback after this long")
     args = parser.parse_args(argv)
-    receiver = Receiver(os.environ["BENCH_WEBHOOK_SECRET"])
+    receiver = Receiver(os.environ["BENCH_WEBHOOK_SECRET"], args.delay)
     uvicorn.run(receiver, host="127.0.0.1", port=args.port, log_config=None, access_log=False, lifespan="off")
     return 0
 

@@ -1,4 +1,4 @@
-"""The four scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The five scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -9,6 +9,8 @@ it started and returns table rows.
   tasks; then submit -> succeeded latency at a fixed moderate rate.
 - webhooks (bench/webhooks.py): N job events delivered by one webhook worker to a signature-verifying
   receiver, beside raw httpx POSTs at the same concurrency; then submit -> callback latency at 100 jobs/s.
+- slow_endpoint (bench/slow_endpoint.py): submit -> callback latency of a fast endpoint at a steady rate,
+  alone and then beside the same client's endpoint that answers after 10 s, through one webhook worker.
 - soak (bench/soak.py): many echo jobs through API and worker; resident memory at start, at the checkpoint
   and at the end; lost and duplicated jobs.
 """
@@ -20,6 +22,7 @@ from bench.harness import Harness
 from bench.ingest import ingest
 from bench.report import Row
 from bench.sizes import FULL, QUICK, Sizes
+from bench.slow_endpoint import slow_endpoint
 from bench.soak import soak
 from bench.webhooks import webhooks
 
@@ -30,5 +33,6 @@ SCENARIOS: dict[str, Scenario] = {
     "ingest": ingest,
     "end-to-end": end_to_end,
     "webhooks": webhooks,
+    "slow_endpoint": slow_endpoint,
     "soak": soak,
 }

@@ -16,6 +16,8 @@ class Sizes:
     hook_jobs: int  # deliveries drained for deliveries/s
     hook_rate: float  # jobs/s for submit -> callback latency
     hook_latency_jobs: int
+    slow_rate: float  # jobs/s in each phase of the slow-endpoint scenario
+    slow_jobs: int  # jobs per phase: with the fast endpoint alone, then beside the slow one
     soak_jobs: int
     soak_checkpoint: int
 
@@ -35,6 +37,8 @@ FULL = Sizes(
     hook_jobs=1000,
     hook_rate=100,
     hook_latency_jobs=2000,
+    slow_rate=50,
+    slow_jobs=1000,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
 )
@@ -50,6 +54,8 @@ QUICK = Sizes(
     hook_jobs=100,
     hook_rate=100,
     hook_latency_jobs=100,
+    slow_rate=50,
+    slow_jobs=250,
     soak_jobs=1000,
     soak_checkpoint=200,
 )

@@ -1,18 +1,15 @@
 """The webhooks scenario: N job events delivered by one webhook worker to a signature-verifying receiver,
 beside raw httpx POSTs at the same concurrency; then submit -> callback latency at a calm and a busy rate."""
 
-import asyncio
 import itertools
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.env import free_port
-from bench.harness import Harness, Server, read_ids, records, reset_receiver
-from bench.procs import Proc, until, wait_http_ready
+from bench.harness import Harness, Server, reset_receiver
+from bench.hooks_common import Latency, add_endpoint, callback_latency, collect
+from bench.procs import Proc, until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
-from bench.stats import percentile
 
 HOOK_JOB_CONSUMERS = 8
 
@@ -59,7 +56,7 @@ async def webhooks(h: Harness, sizes: Sizes) -> list[Row]:
 
     raw_stats = raw.get("latency_ms", {})
     raw_ms = f"raw POST {num(raw_stats.get('p50'))} / {num(raw_stats.get('p99'))}"
-    missing = calm["missing"] + busy["missing"]
+    missing = calm.missing + busy.missing
     h.notes.append(
         "webhooks: deliveries/s is (N - 1) / (last - first arrival) at the receiver (largest gap between two "
         f"arrivals: {gap:.2f} s); submit→callback is the receiver's arrival time minus the load generator's send "
@@ -77,27 +74,27 @@ async def webhooks(h: Harness, sizes: Sizes) -> list[Row]:
         ),
         Row(
             "webhooks",
-            f"submit→callback p50 / p99 ms at {num(calm_rate, 0)} jobs/s offered ({num(calm['accepted'])} accepted/s)",
-            f"{num(calm['p50'])} / {num(calm['p99'])}",
+            f"submit→callback p50 / p99 ms at {num(calm_rate, 0)} jobs/s offered ({num(calm.accepted)} accepted/s)",
+            f"{num(calm.p50)} / {num(calm.p99)}",
             raw_ms,
         ),
         Row(
             "webhooks",
-            f"submit→callback p50 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy['accepted'])} accepted/s)",
-            num(busy["p50"]),
+            f"submit→callback p50 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy.accepted)} accepted/s)",
+            num(busy.p50),
             f"raw POST {num(raw_stats.get('p50'))}",
             "—",
             "≤ 25 ms",
-            busy["p50"] <= 25,
+            busy.p50 <= 25,
         ),
         Row(
             "webhooks",
-            f"submit→callback p99 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy['accepted'])} accepted/s)",
-            num(busy["p99"]),
+            f"submit→callback p99 ms at {num(sizes.hook_rate, 0)} jobs/s offered ({num(busy.accepted)} accepted/s)",
+            num(busy.p99),
             f"raw POST {num(raw_stats.get('p99'))}",
             "—",
             "≤ 150 ms",
-            busy["p99"] <= 150,
+            busy.p99 <= 150,
         ),
         Row(
             "webhooks",
@@ -115,12 +112,7 @@ async def _hooks_setup(h: Harness) -> Hooks:
     """API, a client key, an endpoint registered for job.succeeded, its receiver, and one job worker."""
     api = await h.start_api()
     key = await h.client_key(api)
-    port = free_port()
-    hook = {"url": f"http://127.0.0.1:{port}/hook", "events": ["job.succeeded"], "description": "bench receiver"}
-    endpoint = await h.call(api, "POST", "/api/v1/webhooks", key, hook)
-    env = {**h.env.process_env(), "BENCH_WEBHOOK_SECRET": endpoint["secret"]}
-    receiver = Server(h.procs.start("receiver", ["-m", "bench.receiver", "--port", str(port)], env), port)
-    await wait_http_ready(receiver.proc, f"{receiver.base}/records")
+    endpoint, receiver = await add_endpoint(h, api, key)
     worker = await h.start_job_worker(HOOK_JOB_CONSUMERS, name="job-worker-hooks")
     return Hooks(api, key, endpoint, receiver, worker)
 
@@ -139,7 +131,7 @@ async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, flo
     run.hooks = await h.start_webhook_worker()
     procs = {"webhook worker": run.hooks}
     async with h.profiled("webhook-worker-drain", run.hooks), h.metered("the webhook drain", procs):
-        delivered = await _collect(run.receiver, jobs, drain_budget(jobs))
+        delivered = await collect(run.receiver, jobs, drain_budget(jobs))
     if delivered["verified"] < jobs:
         raise RuntimeError(f"only {delivered['verified']} of {jobs} deliveries arrived")
     run.rejected += delivered["rejected"]
@@ -149,43 +141,11 @@ async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, flo
     return per_s, gap
 
 
-async def _callback_latency(h: Harness, run: Hooks, rate: float, jobs: int) -> dict[str, float]:
+async def _callback_latency(h: Harness, run: Hooks, rate: float, jobs: int) -> Latency:
     """Submit at `rate` with everything running; submit -> verified callback per accepted job, in ms."""
-    await reset_receiver(run.receiver)
-    ids = h.work / f"webhook-latency-{rate:g}.ids"
     procs = {"API": run.api.proc, "job worker": run.worker}
     if run.hooks is not None:
         procs["webhook worker"] = run.hooks
-    async with h.metered(f"submit→callback at {rate:g} jobs/s, until the last callback", procs):
-        load = await h.loadgen(
-            run.api.jobs_url,
-            run.key,
-            concurrency=32,
-            requests=jobs,
-            rate=rate,
-            ids_out=ids,
-            name=f"loadgen-hook-latency-{rate:g}",
-        )
-        sent = read_ids(ids)
-        got = await _collect(run.receiver, len(sent), drain_budget(len(sent)))
-    run.rejected += got["rejected"]
-    arrived = {r[3]: r[0] for r in got["records"] if r[2] == "job.succeeded" and r[3] in sent}
-    latencies = [(arrived[job] - at) * 1000 for job, at in sent.items() if job in arrived]
-    return {
-        "p50": percentile(latencies, 50),
-        "p99": percentile(latencies, 99),
-        "accepted": load["per_s"],
-        "missing": len(sent) - len(latencies),
-    }
-
-
-async def _collect(receiver: Server, count: int, within: float) -> dict[str, Any]:
-    """What the receiver got, once it has `count` verified callbacks or `within` seconds passed."""
-    deadline = time.monotonic() + within
-    while True:
-        if not receiver.proc.alive():
-            raise RuntimeError(f"receiver exited:\n{receiver.proc.tail()}")
-        got = await records(receiver)
-        if got["verified"] >= count or time.monotonic() > deadline:
-            return got
-        await asyncio.sleep(0.25)
+    latency = await callback_latency(h, run.api, run.key, run.receiver, procs, rate=rate, jobs=jobs, tag="hook-latency")
+    run.rejected += latency.rejected
+    return latency

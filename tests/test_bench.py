@@ -1,15 +1,23 @@
-"""The benchmark runs end to end in its quick mode and produces its table (its figures are not checked)."""
+"""The benchmark runs end to end in its quick mode and produces its table (its figures are not checked); its
+slow receiver answers late and counts what it holds."""
 
+import asyncio
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
+from standardwebhooks.webhooks import Webhook
 
+from bench import scenarios
+from bench.receiver import Receiver
 from tests.support import ROOT
 
-SCENARIOS = ("ingest", "end-to-end", "webhooks", "soak")
+SCENARIOS = ("ingest", "end-to-end", "webhooks", "slow_endpoint", "soak")
+SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HEADER = "| scenario | figure | ours | baseline | ratio | target | met? |"
 
 
@@ -34,3 +42,34 @@ def test_quick_bench_writes_a_table_with_every_scenario(tmp_path: Path) -> None:
         assert rows, f"no row for {scenario} in:\n{text}"
         assert not any("scenario failed" in row for row in rows), rows
     assert text in result.stdout  # printed as well as written
+
+
+def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_full() -> None:
+    assert tuple(scenarios.SCENARIOS) == SCENARIOS
+    assert 0 < scenarios.QUICK.slow_jobs <= scenarios.FULL.slow_jobs
+    assert scenarios.QUICK.slow_rate > 0 and scenarios.FULL.slow_rate > 0
+
+
+async def test_a_slow_receiver_verifies_then_answers_late_and_counts_what_it_holds() -> None:
+    transport = httpx.ASGITransport(app=Receiver(SECRET, delay=0.3))
+    async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as client:
+        sends = [
+            asyncio.create_task(client.post("/hook", content=body, headers=_signed(n, body))) for n, body in _bodies()
+        ]
+        await asyncio.sleep(0.1)
+        held = (await client.get("/records")).json()
+        answers = await asyncio.gather(*sends)
+        after = (await client.get("/records")).json()
+    assert [answer.status_code for answer in answers] == [200, 200]
+    assert (held["verified"], held["in_flight"], held["answered"]) == (2, 2, 0)
+    assert (after["in_flight"], after["answered"], after["peak_in_flight"], after["rejected"]) == (0, 2, 2, 0)
+
+
+def _bodies() -> list[tuple[int, bytes]]:
+    return [(n, f'{{"type":"job.succeeded","data":{{"job":{{"id":"job-{n}"}}}}}}'.encode()) for n in (1, 2)]
+
+
+def _signed(n: int, body: bytes) -> dict[str, str]:
+    now = datetime.now(UTC)
+    signature = Webhook(SECRET).sign(f"msg_{n}", now, body.decode())
+    return {"webhook-id": f"msg_{n}", "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": signature}
