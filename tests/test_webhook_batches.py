@@ -24,7 +24,7 @@ from app.services.deliveries import parse_event
 from app.services.outbox import Pending
 from app.services.relay import make_outbox
 from app.workers.delivery_batches import DeliveryBatches, Event
-from app.workers.endpoint_slots import MAX_WAIT_SECONDS, EndpointSlots
+from app.workers.endpoint_slots import SLOW_SECONDS, EndpointSlots
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
@@ -281,7 +281,7 @@ async def taught(slots: EndpointSlots, key: str, round_trip: float) -> EndpointS
 
 async def test_a_fast_endpoints_delivery_waits_for_a_slot_and_gets_it_when_one_frees() -> None:
     slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
-    assert 0 < slots.wait_bound("fast") <= MAX_WAIT_SECONDS
+    assert 0 < slots.wait_bound("fast") <= SLOW_SECONDS
     assert await slots.take("fast")
     waiting = asyncio.create_task(slots.take("fast"))
     await asyncio.sleep(0)
@@ -337,3 +337,17 @@ async def test_many_deliveries_to_one_endpoint_never_exceed_its_cap() -> None:
     assert most == 3
     assert outcomes.count(True) == sent >= 3
     assert not slots.full("hooks")
+
+
+async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_waited_for() -> None:
+    now = [1000.0]
+    slots = EndpointSlots(per_endpoint=1, clock=lambda: now[0])
+    assert await slots.take("new")  # its first attempt: how long it takes is not known yet
+    assert slots.wait_bound("new") == SLOW_SECONDS  # a fast endpoint's next attempt is worth waiting for
+    now[0] += SLOW_SECONDS + 0.1  # ... but no slot freed for longer than that
+    assert slots.wait_bound("new") == 0.0
+    assert await slots.take("new") is False
+    slots.give("new", SLOW_SECONDS + 0.1)
+    assert await slots.take("new")  # the freed slot is taken at once
+    now[0] += 1.0
+    assert slots.wait_bound("new") == 0.0  # slow on average now, whatever the clock says

@@ -68,4 +68,6 @@ def configure_logging(settings: Settings) -> None:
         logging.getLogger(name).propagate = False
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # One line per HTTP request would cost a log record per webhook attempt; attempts have their own log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("alembic.runtime.migration").setLevel(logging.INFO)  # "Running upgrade 0001 -> 0002"

@@ -164,3 +164,59 @@ async def insert_jobs(conn: AsyncConnection, rows: Sequence[Any]) -> None:
         [_json(r[name]) for r in rows] if kind == "json" else [r[name] for r in rows] for name, kind in JOB_COLUMNS
     )
     await conn.exec_driver_sql(INSERT_JOBS, columns)
+
+
+CLAIM_DELIVERIES = (
+    "UPDATE deliveries SET lease_until = $2, updated_at = $3 "
+    "WHERE id = ANY($1::varchar[]) AND status = 'pending' AND (lease_until IS NULL OR lease_until < $3) "
+    "AND (next_attempt_at IS NULL OR next_attempt_at <= $3) RETURNING *"
+)
+RECORD_DELIVERIES = (
+    "UPDATE deliveries AS d SET status = v.status, attempt_count = d.attempt_count + 1, "
+    "budget_used = d.budget_used + 1, next_attempt_at = v.next_at, lease_until = NULL, updated_at = $5 "
+    "FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[]) AS v(id, claimed, status, next_at) "
+    "WHERE d.id = v.id AND d.attempt_count = v.claimed RETURNING d.id"
+)
+INSERT_ATTEMPTS = (
+    "INSERT INTO delivery_attempts "
+    "(delivery_id, attempt, status_code, duration_ms, error, response_body, created_at, next_attempt_at) "
+    "SELECT * FROM unnest($1::varchar[], $2::int[], $3::int[], $4::float8[], $5::varchar[], $6::text[], "
+    "$7::timestamptz[], $8::timestamptz[])"
+)
+DELIVERY_COLUMNS = (
+    "id varchar, event_id varchar, target varchar, endpoint_id varchar, client_id varchar, job_id varchar, "
+    "event_type varchar, url varchar, body bytea, request_id varchar, status varchar, attempt_count int, "
+    "budget_used int, next_attempt_at timestamptz, lease_until timestamptz, created_at timestamptz, "
+    "updated_at timestamptz"
+)
+_DELIVERY_NAMES = [part.split()[0] for part in DELIVERY_COLUMNS.split(", ")]
+INSERT_DELIVERIES = (
+    f"INSERT INTO deliveries ({', '.join(_DELIVERY_NAMES)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{part.split()[1]}[]" for i, part in enumerate(DELIVERY_COLUMNS.split(", "), start=1))
+    + ")"
+)
+
+
+async def claim_deliveries(conn: AsyncConnection, ids: list[str], now: datetime, lease: datetime) -> list[Any]:
+    """The deliveries among `ids` that are pending, due and not leased, now leased: their rows after it."""
+    return [dict(row._mapping) for row in await conn.exec_driver_sql(CLAIM_DELIVERIES, (ids, lease, now))]
+
+
+async def record_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]], now: datetime) -> set[str]:
+    """Each delivery's new status and next attempt, fenced by the attempt count it was claimed with (id,
+    claimed, status, next_at); the ids that were still ours."""
+    columns = tuple([r[name] for r in rows] for name in ("id", "claimed", "status", "next_at"))
+    result = await conn.exec_driver_sql(RECORD_DELIVERIES, (*columns, now))
+    return {row[0] for row in result}
+
+
+async def insert_attempts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Attempt log rows, one statement."""
+    names = ("delivery_id", "attempt", "status_code", "duration_ms", "error", "response_body", "created_at")
+    columns = tuple([r[name] for r in rows] for name in (*names, "next_attempt_at"))
+    await conn.exec_driver_sql(INSERT_ATTEMPTS, columns)
+
+
+async def insert_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """New deliveries, one statement."""
+    await conn.exec_driver_sql(INSERT_DELIVERIES, tuple([r[name] for r in rows] for name in _DELIVERY_NAMES))

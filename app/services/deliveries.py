@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import delivery_id, delivery_outgoing
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
+from app.models import pg_batch
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
 from app.models.types import utcnow
 from app.services import outbox
@@ -68,8 +69,11 @@ async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> li
             existing.add(row_id)  # an event twice in one batch still makes one delivery (rule 10)
             rows.append(_delivery_row(row_id, item, target, job, now))
             owners.append(index)
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
+    if rows and pg_batch.applies(conn):
+        await pg_batch.insert_deliveries(conn, rows)
+    else:
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
     messages = [delivery_outgoing(names, row["id"], row["request_id"]) for row in rows]
     staged: list[list[Pending]] = [[] for _ in fanned]
     for owner, pending in zip(owners, await outbox.add_many(conn, messages), strict=True):

@@ -4,13 +4,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from loguru import logger
-from sqlalchemy import ColumnElement, insert, select, update
+from sqlalchemy import ColumnElement, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import TrailEvent
+from app.models import pg_batch
 from app.models.setwise import per_row
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
@@ -51,6 +52,16 @@ class Attempt:
 
 
 Claim = Send | Drop | ToDeadLetters | Defer
+
+# The lease by compare-and-set: pending, due, and not leased by a live worker.
+CLAIM = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.id.in_(bindparam("ids", expanding=True)), DELIVERIES.c.status == DeliveryStatus.PENDING)
+    .where(DELIVERIES.c.lease_until.is_(None) | (DELIVERIES.c.lease_until < bindparam("now")))
+    .where(DELIVERIES.c.next_attempt_at.is_(None) | (DELIVERIES.c.next_attempt_at <= bindparam("now")))
+    .values(lease_until=bindparam("lease"), updated_at=bindparam("now"))
+    .returning(*DELIVERIES.c)
+)
 
 
 @dataclass(frozen=True)
@@ -95,16 +106,14 @@ class WebhookStore:
     async def claim(self, delivery_ids: list[str]) -> list[Claim]:
         """Take the deliveries' leases by one compare-and-set, so two live workers never send one at once."""
         now = utcnow()
+        lease = now + timedelta(seconds=self.lease_seconds)
         async with self.engine.begin() as conn:
-            taken = await conn.execute(
-                update(DELIVERIES)
-                .where(DELIVERIES.c.id.in_(set(delivery_ids)), DELIVERIES.c.status == DeliveryStatus.PENDING)
-                .where(DELIVERIES.c.lease_until.is_(None) | (DELIVERIES.c.lease_until < now))
-                .where(DELIVERIES.c.next_attempt_at.is_(None) | (DELIVERIES.c.next_attempt_at <= now))
-                .values(lease_until=now + timedelta(seconds=self.lease_seconds), updated_at=now)
-                .returning(*DELIVERIES.c)
-            )
-            ours = {row.id: dict(row._mapping) for row in taken}
+            if pg_batch.applies(conn):
+                taken = await pg_batch.claim_deliveries(conn, list(set(delivery_ids)), now, lease)
+            else:
+                result = await conn.execute(CLAIM, {"ids": list(set(delivery_ids)), "now": now, "lease": lease})
+                taken = [dict(row._mapping) for row in result]
+            ours = {row["id"]: row for row in taken}
             others = set(delivery_ids) - set(ours)
             seen: dict[str, Row] = {}
             if others:
@@ -186,25 +195,36 @@ class WebhookStore:
         status = {i: _status(r.plan) for i, r in plans.items()}
         key = DELIVERIES.c.id
         async with self.engine.begin() as conn:
-            taken = await conn.execute(
-                update(DELIVERIES)
-                .where(*_fenced([r.delivery for r in plans.values()]))
-                .values(
-                    status=per_row(key, DELIVERIES.c.status, status),
-                    attempt_count=DELIVERIES.c.attempt_count + 1,
-                    budget_used=DELIVERIES.c.budget_used + 1,
-                    next_attempt_at=per_row(
-                        key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}
-                    ),
-                    lease_until=None,
-                    updated_at=now,
+            if pg_batch.applies(conn):
+                changes = [
+                    {"id": i, "claimed": r.delivery["attempt_count"], "status": status[i], "next_at": _next_at(r.plan)}
+                    for i, r in plans.items()
+                ]
+                recorded = await pg_batch.record_deliveries(conn, changes, now)
+            else:
+                taken = await conn.execute(
+                    update(DELIVERIES)
+                    .where(*_fenced([r.delivery for r in plans.values()]))
+                    .values(
+                        status=per_row(key, DELIVERIES.c.status, status),
+                        attempt_count=DELIVERIES.c.attempt_count + 1,
+                        budget_used=DELIVERIES.c.budget_used + 1,
+                        next_attempt_at=per_row(
+                            key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}
+                        ),
+                        lease_until=None,
+                        updated_at=now,
+                    )
+                    .returning(key)
                 )
-                .returning(key)
-            )
-            recorded = set(taken.scalars())
+                recorded = set(taken.scalars())
             mine = [r for i, r in plans.items() if i in recorded]
             if mine:
-                await conn.execute(insert(ATTEMPTS), [_attempt_row(r, now) for r in mine])
+                attempts = [_attempt_row(r, now) for r in mine]
+                if pg_batch.applies(conn):
+                    await pg_batch.insert_attempts(conn, attempts)
+                else:
+                    await conn.execute(insert(ATTEMPTS), attempts)
                 trail = [
                     _trail(r.delivery["job_id"], _detail(r, status[r.delivery["id"]]), now)
                     for r in mine
@@ -247,11 +267,17 @@ def _attempt_row(recording: Recording, now: datetime) -> Row:
         "attempt": recording.delivery["attempt_count"] + 1,
         "status_code": attempt.status_code,
         "duration_ms": attempt.duration_ms,
-        "error": attempt.error[:1000] if attempt.error else None,
-        "response_body": attempt.response_body[:BODY_LIMIT] if attempt.response_body else None,
+        "error": _text(attempt.error, 1000),
+        "response_body": _text(attempt.response_body, BODY_LIMIT),
         "created_at": now,
         "next_attempt_at": _next_at(recording.plan),
     }
+
+
+def _text(value: str | None, limit: int) -> str | None:
+    """What a receiver answered, as a text column holds it: cut to `limit`, NUL characters replaced (PostgreSQL
+    refuses them in text, and one odd answer must not make the attempt unrecordable)."""
+    return value[:limit].replace("\x00", "\ufffd") if value else None
 
 
 def _trail(job_id: str, detail: Row, now: datetime) -> Row:

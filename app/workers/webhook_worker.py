@@ -124,19 +124,19 @@ class WebhookWorker:
             await self._wait_out(message, 0.0)
             return
         took: float | None = None
+        held = time.perf_counter()
         try:
             admission = await self.batches.admit(delivery, operator)
             if admission.gate in WAIT:
                 await self._wait_out(message, admission.wait)
                 return
-            started = time.perf_counter()
             try:
                 attempt = await self._attempt(delivery, send.secrets)
             except BaseException:
                 await self.batches.release(delivery)
                 raise
-            took = time.perf_counter() - started
             await self.batches.done(delivery, attempt.ok)
+            took = time.perf_counter() - held
         finally:
             if not operator:
                 self.slots.give(key, took)
