@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from loguru import logger
-from sqlalchemy import ColumnElement, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Update, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -166,7 +166,7 @@ class WebhookStore:
         if not claimed:
             return
         async with self.engine.begin() as conn:
-            await conn.execute(update(DELIVERIES).where(*_fenced(claimed)).values(lease_until=None))
+            await conn.execute(released(claimed))
 
     async def abandon(self, claimed: list[Row], why: str) -> None:
         """The endpoints are gone or disabled: fail the deliveries without sending."""
@@ -193,7 +193,6 @@ class WebhookStore:
         now = utcnow()
         plans = {r.delivery["id"]: r for r in batch}
         status = {i: _status(r.plan) for i, r in plans.items()}
-        key = DELIVERIES.c.id
         async with self.engine.begin() as conn:
             if pg_batch.applies(conn):
                 changes = [
@@ -202,22 +201,7 @@ class WebhookStore:
                 ]
                 recorded = await pg_batch.record_deliveries(conn, changes, now)
             else:
-                taken = await conn.execute(
-                    update(DELIVERIES)
-                    .where(*_fenced([r.delivery for r in plans.values()]))
-                    .values(
-                        status=per_row(key, DELIVERIES.c.status, status),
-                        attempt_count=DELIVERIES.c.attempt_count + 1,
-                        budget_used=DELIVERIES.c.budget_used + 1,
-                        next_attempt_at=per_row(
-                            key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}
-                        ),
-                        lease_until=None,
-                        updated_at=now,
-                    )
-                    .returning(key)
-                )
-                recorded = set(taken.scalars())
+                recorded = set((await conn.execute(recorded_update(plans, now))).scalars())
             mine = [r for i, r in plans.items() if i in recorded]
             if mine:
                 attempts = [_attempt_row(r, now) for r in mine]
@@ -241,6 +225,30 @@ class WebhookStore:
                     for endpoint_id, reason in await judge_endpoints(conn, judged, now, self.disable_after_seconds):
                         logger.warning("webhook endpoint {} disabled: {}", endpoint_id, reason)
         return [r.delivery["id"] in recorded and plans[r.delivery["id"]] is r for r in batch]
+
+
+def recorded_update(plans: dict[str, Recording], now: datetime) -> Update:
+    """The portable record: each delivery (by id) to the state its attempt leads to, behind its fencing check,
+    RETURNING the ids it took."""
+    key = DELIVERIES.c.id
+    return (
+        update(DELIVERIES)
+        .where(*_fenced([r.delivery for r in plans.values()]))
+        .values(
+            status=per_row(key, DELIVERIES.c.status, {i: _status(r.plan) for i, r in plans.items()}),
+            attempt_count=DELIVERIES.c.attempt_count + 1,
+            budget_used=DELIVERIES.c.budget_used + 1,
+            next_attempt_at=per_row(key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}),
+            lease_until=None,
+            updated_at=now,
+        )
+        .returning(key)
+    )
+
+
+def released(claimed: list[Row]) -> Update:
+    """The leases of these deliveries given back, where each is still as it was claimed."""
+    return update(DELIVERIES).where(*_fenced(claimed)).values(lease_until=None)
 
 
 def _fenced(claimed: list[Row]) -> list[ColumnElement[bool]]:
