@@ -75,9 +75,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 else:
                     failed += 1
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.wait_for(asyncio.gather(*(poster() for _ in range(args.concurrency))), args.max_seconds)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {
         "concurrency": args.concurrency,
         "count": ok + failed,
@@ -86,6 +86,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "elapsed_s": round(elapsed, 4),
         "per_s": round(ok / elapsed, 2) if elapsed > 0 else 0.0,
         "latency_ms": summary([s * 1000 for s in latencies]),
+        "cpu_ms_per_post": round(cpu * 1000 / ok, 3) if ok else None,
     }
 
 

@@ -2,6 +2,7 @@
 beside raw httpx POSTs at the same concurrency; then submit -> callback latency at a calm and a busy rate."""
 
 import itertools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ async def webhooks(h: Harness, sizes: Sizes) -> list[Row]:
     await h.env.reset()
     run = await _hooks_setup(h)
     try:
-        ours, gap = await _delivery_drain(h, run, sizes.hook_jobs)
+        ours, gap, cpu_ms = await _delivery_drain(h, run, sizes.hook_jobs)
         await reset_receiver(run.receiver)
         raw = await h.tool(
             "raw-webhooks",
@@ -71,6 +72,18 @@ async def webhooks(h: Harness, sizes: Sizes) -> list[Row]:
             num(ours),
             f"raw httpx {num(raw['per_s'])}",
             f"{num(ratio(ours, raw['per_s']), 2)} x raw",
+            "≥ 0.7 x raw",
+            (ratio(ours, raw["per_s"]) or 0) >= 0.7,
+        ),
+        Row(
+            "webhooks",
+            "webhook-worker CPU per delivery, ms (the drain above, its fan-out included; raw: the httpx client's "
+            "CPU per POST)",
+            num(cpu_ms, 2),
+            f"raw httpx {num(raw.get('cpu_ms_per_post'), 2)}",
+            f"{num(ratio(cpu_ms, raw.get('cpu_ms_per_post')), 2)} x raw",
+            "≤ 1 ms",
+            cpu_ms <= 1.0,
         ),
         Row(
             "webhooks",
@@ -117,9 +130,9 @@ async def _hooks_setup(h: Harness) -> Hooks:
     return Hooks(api, key, endpoint, receiver, worker)
 
 
-async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, float]:
+async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, float, float]:
     """N jobs run first, so their events wait in <ns>.webhooks.events; then one webhook worker drains them.
-    Returns deliveries/s and the largest gap between two arrivals."""
+    Returns deliveries/s, the largest gap between two arrivals, and the webhook worker's CPU per delivery (ms)."""
     await h.loadgen(run.api.jobs_url, run.key, concurrency=32, requests=jobs, name="loadgen-hook-jobs")
     await h.wait_succeeded(jobs, drain_budget(jobs), f"{jobs} jobs for webhooks")
     events_queue = h.env.settings_topology().names.webhook_events_queue
@@ -130,15 +143,18 @@ async def _delivery_drain(h: Harness, run: Hooks, jobs: int) -> tuple[float, flo
     await until(events_waiting, 60, "job.succeeded events in the webhook events queue")
     run.hooks = await h.start_webhook_worker()
     procs = {"webhook worker": run.hooks}
-    async with h.profiled("webhook-worker-drain", run.hooks), h.metered("the webhook drain", procs):
+    started = time.monotonic()
+    async with h.profiled("webhook-worker-drain", run.hooks), h.metered("the webhook drain", procs) as cores:
         delivered = await collect(run.receiver, jobs, drain_budget(jobs))
+        elapsed = time.monotonic() - started
     if delivered["verified"] < jobs:
         raise RuntimeError(f"only {delivered['verified']} of {jobs} deliveries arrived")
     run.rejected += delivered["rejected"]
     arrivals = sorted(r[0] for r in delivered["records"])
     gap = max((b - a for a, b in itertools.pairwise(arrivals)), default=0.0)
     per_s = (len(arrivals) - 1) / max(arrivals[-1] - arrivals[0], 1e-6) if len(arrivals) > 1 else 0.0
-    return per_s, gap
+    # From the worker's start to the last delivery: its fan-out of every event and every attempt, per delivery.
+    return per_s, gap, cores["webhook worker"] * elapsed * 1000 / jobs
 
 
 async def _callback_latency(h: Harness, run: Hooks, rate: float, jobs: int) -> Latency:

@@ -24,7 +24,7 @@ from app.services.deliveries import parse_event
 from app.services.outbox import Pending
 from app.services.relay import make_outbox
 from app.workers.delivery_batches import DeliveryBatches, Event
-from app.workers.endpoint_slots import SLOW_SECONDS, EndpointSlots
+from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
@@ -343,11 +343,15 @@ async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_wa
     now = [1000.0]
     slots = EndpointSlots(per_endpoint=1, clock=lambda: now[0])
     assert await slots.take("new")  # its first attempt: how long it takes is not known yet
-    assert slots.wait_bound("new") == SLOW_SECONDS  # a fast endpoint's next attempt is worth waiting for
+    assert slots.wait_bound("new") == FIRST_WAIT_SECONDS  # a short wait, until it is known
     now[0] += SLOW_SECONDS + 0.1  # ... but no slot freed for longer than that
     assert slots.wait_bound("new") == 0.0
     assert await slots.take("new") is False
     slots.give("new", SLOW_SECONDS + 0.1)
     assert await slots.take("new")  # the freed slot is taken at once
-    now[0] += 1.0
-    assert slots.wait_bound("new") == 0.0  # slow on average now, whatever the clock says
+    assert slots.wait_bound("new") == 0.0  # slow on average now, though a slot just moved
+    fast = EndpointSlots(per_endpoint=1, clock=lambda: now[0])
+    assert await fast.take("fast")
+    fast.give("fast", 0.01)
+    assert await fast.take("fast")
+    assert fast.wait_bound("fast") == SLOW_SECONDS  # known to be fast: worth a longer wait

@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -16,6 +17,9 @@ RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set 
 # On a delivery message an operator asked for (redeliver, recover, re-enable): sent at once, even through an open
 # circuit; its attempt is the probe. Never carried into a delay tier.
 OPERATOR_HEADER = "x-operator-action"
+# On a delivery message: the key of the endpoint it goes to (see endpoint_key), so a worker can tell that the
+# endpoint is slow and busy before it touches the database.
+ENDPOINT_HEADER = "x-endpoint"
 
 
 def dumps(value: Any) -> bytes:
@@ -124,9 +128,18 @@ def public_job(job: Mapping[str, Any]) -> dict[str, Any]:
     return {name: job.get(name) for name in PUBLIC_FIELDS}
 
 
-def delivery_outgoing(names: Names, delivery_id: str, request_id: str | None, operator: bool = False) -> Outgoing:
-    """The message that asks a webhook worker to attempt one delivery (`operator`: at once, see OPERATOR_HEADER)."""
+def endpoint_key(endpoint_id: str | None, url: str) -> str:
+    """What a delivery's breaker and in-flight cap are kept by: its endpoint, or a callback URL's host."""
+    return endpoint_id or f"callback:{urlsplit(url).netloc}"
+
+
+def delivery_outgoing(
+    names: Names, delivery_id: str, request_id: str | None, endpoint: str, operator: bool = False
+) -> Outgoing:
+    """The message that asks a webhook worker to attempt one delivery to `endpoint` (an `endpoint_key`);
+    `operator`: at once, see OPERATOR_HEADER."""
     headers: dict[str, Any] = {REQUEST_ID_HEADER: request_id} if request_id else {}
+    headers[ENDPOINT_HEADER] = endpoint
     if operator:
         headers[OPERATOR_HEADER] = "1"
     return Outgoing(

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.messages import delivery_id, delivery_outgoing
+from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
 from app.models import pg_batch
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
@@ -74,7 +74,10 @@ async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> li
     else:
         for start in range(0, len(rows), ROWS_PER_INSERT):
             await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
-    messages = [delivery_outgoing(names, row["id"], row["request_id"]) for row in rows]
+    messages = [
+        delivery_outgoing(names, row["id"], row["request_id"], endpoint_key(row["endpoint_id"], row["url"]))
+        for row in rows
+    ]
     staged: list[list[Pending]] = [[] for _ in fanned]
     for owner, pending in zip(owners, await outbox.add_many(conn, messages), strict=True):
         staged[owner].append(pending)
@@ -182,7 +185,8 @@ class DeliveryService:
     async def redeliver(self, principal: Principal, ids: list[str] | None = None, **where: Any) -> list[str]:
         """Send deliveries again, at once (an operator's action goes through an open circuit, as its probe), with a
         fresh retry budget and the same webhook-id; return their ids."""
-        query = select(DELIVERIES.c.id, DELIVERIES.c.request_id).where(visible_to(DELIVERIES, principal))
+        columns = (DELIVERIES.c.id, DELIVERIES.c.request_id, DELIVERIES.c.endpoint_id, DELIVERIES.c.url)
+        query = select(*columns).where(visible_to(DELIVERIES, principal))
         if ids is not None:
             query = query.where(DELIVERIES.c.id.in_(ids))
         if "endpoint_id" in where:
@@ -201,7 +205,8 @@ class DeliveryService:
                     .where(DELIVERIES.c.id == row.id)
                     .values(status=DeliveryStatus.PENDING, budget_used=0, next_attempt_at=None, updated_at=utcnow())
                 )
-                message = delivery_outgoing(self.names, row.id, row.request_id, operator=True)
+                endpoint = endpoint_key(row.endpoint_id, row.url)
+                message = delivery_outgoing(self.names, row.id, row.request_id, endpoint, operator=True)
                 staged.append(await outbox.add(conn, message))
         await self.outbox.publish(staged)
         return [row.id for row in rows]

@@ -4,11 +4,11 @@ messages a batch stages published together, their confirms awaited together."""
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
+from app.core.messages import endpoint_key
 from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
 from app.services.transitions import Row
@@ -19,8 +19,7 @@ Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its
 
 
 def breaker_key(delivery: Row) -> str:
-    """An endpoint's breaker key; a job's callback URL is judged by its host."""
-    return delivery["endpoint_id"] or f"callback:{urlsplit(delivery['url']).netloc}"
+    return endpoint_key(delivery["endpoint_id"], delivery["url"])
 
 
 @dataclass

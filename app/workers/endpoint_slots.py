@@ -1,10 +1,11 @@
 """This process's share of each endpoint's in-flight cap (rule 11), kept in memory in front of the shared one.
 
-A delivery whose endpoint has all its slots busy in this process waits for one, up to SLOW_SECONDS, unless
-the endpoint is slow (its recent attempts held a slot longer than that on average, or its busy slots have not
-moved for that long): then it does not wait at all and goes back through a delay tier, so a slow endpoint
-never holds a consumer another endpoint needs. (Sending a fast endpoint's deliveries to a delay tier instead
-would add the tier's seconds to each.) The cap across processes stays in Redis.
+A delivery whose endpoint has all its slots busy in this process waits for one, up to SLOW_SECONDS (only
+FIRST_WAIT_SECONDS while the endpoint's speed is not known yet), unless the endpoint is slow: its recent
+attempts held a slot longer than SLOW_SECONDS on average, or its busy slots have not moved for that long. Then
+it does not wait at all and goes back through a delay tier, so a slow endpoint never holds a consumer another
+endpoint needs. (Sending a fast endpoint's deliveries to a delay tier instead would add the tier's seconds to
+each.) The cap across processes stays in Redis.
 """
 
 import asyncio
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 SLOW_SECONDS = 0.5  # the longest a consumer waits for a local slot; an endpoint slower than this is not waited for
+FIRST_WAIT_SECONDS = 0.05  # the wait while an endpoint's first attempts have not told how fast it is
 SMOOTHING = 0.2  # weight of the newest attempt in the running mean
 MAX_ENDPOINTS = 10_000  # past this many, an idle endpoint's entry is dropped (its mean is relearnt)
 
@@ -35,8 +37,9 @@ class EndpointSlots:
     def wait_bound(self, key: str) -> float:
         """How long a delivery to this endpoint may wait for a slot here; 0 for a slow endpoint."""
         endpoint = self._endpoints.get(key)
-        if endpoint is None:
-            return SLOW_SECONDS
+        if endpoint is None or endpoint.mean_seconds == 0.0:
+            stuck = endpoint is not None and self.clock() - endpoint.moved > SLOW_SECONDS
+            return 0.0 if stuck else FIRST_WAIT_SECONDS
         stuck = self.clock() - endpoint.moved > SLOW_SECONDS
         return 0.0 if endpoint.mean_seconds > SLOW_SECONDS or stuck else SLOW_SECONDS
 

@@ -15,7 +15,7 @@ from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
 from app.core.logging import worker_request_id
-from app.core.messages import OPERATOR_HEADER, REQUEST_ID_HEADER
+from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
@@ -101,6 +101,10 @@ class WebhookWorker:
     async def _deliver(self, message: AbstractIncomingMessage) -> None:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
+        operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
+        if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
+            await self._wait_out(message, 0.0)  # a slow endpoint with every slot here busy: no database work
+            return
         match await self.batches.claim(delivery_id):
             case Drop(why):
                 logger.info("dropping delivery message {}: {}", delivery_id, why)
@@ -111,7 +115,7 @@ class WebhookWorker:
                 await self._to_tier(message, tier_for_wait(self.resources.topology.webhook_tiers, seconds), None)
                 await message.ack()
             case Send() as send:
-                await self._send(message, send, operator=bool(_header(message, OPERATOR_HEADER)))
+                await self._send(message, send, operator)
 
     async def _send(self, message: AbstractIncomingMessage, send: Send, operator: bool) -> None:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
