@@ -1,13 +1,11 @@
-"""The SSRF guard: check a URL's addresses once, then talk only to the address that was checked."""
+"""The SSRF guard's rules: which URLs and addresses the service calls. `app/core/safe_http.py` applies them where
+each connection is dialled; `resolve` checks a URL up front (when an endpoint is registered)."""
 
 import asyncio
 import ipaddress
 import socket
-import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-
-import httpx
 
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -52,25 +50,13 @@ class TooLarge(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """A URL whose address was checked: requests go to `ip`, carrying the original host name."""
+    """A URL whose addresses were checked; `ip` is the first of them."""
 
     url: str
     scheme: str
     host: str
     port: int
     ip: str
-
-    @property
-    def pinned_url(self) -> str:
-        return urlsplit(self.url)._replace(netloc=self._netloc(self.ip), fragment="").geturl()
-
-    @property
-    def host_header(self) -> str:
-        return self._netloc(self.host)
-
-    def _netloc(self, host: str) -> str:
-        host = f"[{host}]" if ":" in host else host
-        return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -116,90 +102,6 @@ async def resolve(url: str, allow_private: bool) -> Target:
         if why:
             raise UnsafeURL(f"{url} resolves to {address}, {why}; only public addresses are called ({ALLOW_HINT})")
     return Target(url=url, scheme=scheme, host=host, port=port, ip=str(addresses[0]))
-
-
-async def post(
-    client: httpx.AsyncClient,
-    target: Target,
-    body: bytes,
-    headers: dict[str, str],
-    timeout_seconds: float,
-    max_body: int = 4096,
-) -> Response:
-    """POST to the checked address, reading at most `max_body` bytes of the answer; redirects are not followed."""
-    return await send(client, "POST", target, body, headers, timeout_seconds, max_body)
-
-
-async def send(
-    client: httpx.AsyncClient,
-    method: str,
-    target: Target,
-    body: bytes | None,
-    headers: dict[str, str],
-    timeout_seconds: float,
-    max_body: int = 4096,
-) -> Response:
-    """Any method to the checked address, reading at most `max_body` bytes of the answer, no redirects."""
-    started = time.perf_counter()
-    response, data = await _exchange(client, method, target, body, headers, timeout_seconds, max_body)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    body_text = data.decode("utf-8", "replace")
-    return Response(response.status_code, body_text, elapsed_ms, response.headers.get("retry-after"))
-
-
-async def get(
-    client: httpx.AsyncClient, target: Target, headers: dict[str, str], timeout_seconds: float, max_bytes: int
-) -> bytes:
-    """GET the body from the checked address; TooLarge past `max_bytes`, HTTPStatusError on a non-2xx answer."""
-    body, _ = await download(client, target, headers, timeout_seconds, max_bytes)
-    return body
-
-
-async def download(
-    client: httpx.AsyncClient, target: Target, headers: dict[str, str], timeout_seconds: float, max_bytes: int
-) -> tuple[bytes, str]:
-    """Like `get`, with the answer's content type."""
-    response, data = await _exchange(client, "GET", target, None, headers, timeout_seconds, max_bytes + 1)
-    response.raise_for_status()
-    if len(data) > max_bytes:
-        raise TooLarge(f"{target.url} answered more than {max_bytes} bytes")
-    return data, response.headers.get("content-type", "")
-
-
-async def _exchange(
-    client: httpx.AsyncClient,
-    method: str,
-    target: Target,
-    content: bytes | None,
-    headers: dict[str, str],
-    timeout_seconds: float,
-    limit: int,
-) -> tuple[httpx.Response, bytes]:
-    # Identity encoding and raw reads: the cap counts bytes on the wire, so no decompression bomb gets past it.
-    sent_headers = {**headers, "Host": target.host_header, "Accept-Encoding": "identity"}
-    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}  # TLS verifies the real name
-    try:
-        # httpx times each read; the outer deadline also stops a server that answers a byte at a time.
-        async with (
-            asyncio.timeout(timeout_seconds),
-            client.stream(
-                method,
-                target.pinned_url,
-                content=content,
-                headers=sent_headers,
-                timeout=httpx.Timeout(timeout_seconds, connect=min(5.0, timeout_seconds)),
-                follow_redirects=False,
-                extensions=extensions,
-            ) as response,
-        ):
-            data = bytearray()
-            async for chunk in response.aiter_raw():
-                data += chunk[: limit - len(data)]
-                if len(data) >= limit:
-                    break
-            return response, bytes(data)
-    except TimeoutError as exc:
-        raise httpx.ReadTimeout(f"{target.url} did not answer in full within {timeout_seconds} s") from exc
 
 
 def _parse(url: str) -> tuple[str, str, int]:
