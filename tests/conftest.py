@@ -150,6 +150,17 @@ def sqlite_url(tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=["postgresql", "sqlite"])
+async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
+    """The test database on PostgreSQL, then on a fresh SQLite file: the DB layer runs on both (rule 14)."""
+    url = TEST_SETTINGS["database_url"] if request.param == "postgresql" else sqlite_url
+    db = make_engine(url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("broker_restart"):

@@ -17,7 +17,6 @@ from sqlalchemy import event, insert, select
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import make_engine
 from app.core.names import Names
 from app.models.tables import ENDPOINTS
 from app.services.breakers import (
@@ -41,7 +40,7 @@ from app.services.breakers import (
     judge_endpoints,
     mark_failing,
 )
-from tests.conftest import NS, REDIS_URL, TEST_SETTINGS
+from tests.conftest import NS, REDIS_URL
 from tests.support import free_port
 
 NAMES = Names(NS)
@@ -361,15 +360,6 @@ async def test_the_workers_tally_goes_with_the_failure_that_follows_it(redis: Re
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 BOUND = 60.0
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
-    db = make_engine(TEST_SETTINGS["database_url"] if request.param == "postgresql" else sqlite_url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 async def add_endpoint(engine: AsyncEngine, failing_for: float | None = None, active: bool = True) -> str:

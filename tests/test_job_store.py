@@ -2,17 +2,14 @@
 batch claims, judges and records many jobs, each row behind its own compare-and-set and fencing check."""
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from redis.asyncio import Redis
 from sqlalchemy import func, insert, select
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import make_engine
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
@@ -30,20 +27,10 @@ from app.workers.job_store import (
     succeeded,
 )
 from app.workers.lock import Held, JobLocks
-from tests.conftest import NS, REDIS_URL, TEST_SETTINGS
+from tests.conftest import NS, REDIS_URL
 from tests.support import make_job
 
 NOW = datetime.now(UTC)
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
-    url = TEST_SETTINGS["database_url"] if request.param == "postgresql" else sqlite_url
-    db = make_engine(url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 def store(engine: AsyncEngine) -> JobStore:

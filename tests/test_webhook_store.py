@@ -4,17 +4,15 @@ statements rendered for MSSQL: fan out, claim by lease, record, release and aban
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.backoff import Tier
-from app.core.database import make_engine
 from app.core.messages import delivery_id, event_id, job_event
 from app.core.names import Names
 from app.core.secret_box import SecretBox
@@ -39,16 +37,6 @@ from tests.support import make_job
 LEASE = 30.0
 BOX = SecretBox(TEST_SETTINGS["secret_encryption_key"])
 Event = tuple[dict[str, Any], bytes, str | None]
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
-    url = TEST_SETTINGS["database_url"] if request.param == "postgresql" else sqlite_url
-    db = make_engine(url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 def store(engine: AsyncEngine) -> WebhookStore:
