@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from loguru import logger
 
 from app.api import errors
-from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, webhooks
+from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, logs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
@@ -109,7 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
-    for module in (health, api_keys, jobs, webhooks, deliveries, dlq, circuits):
+    for module in (health, api_keys, jobs, webhooks, deliveries, dlq, circuits, logs):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

@@ -1,7 +1,8 @@
-"""loguru set-up: readable lines in development, JSON in production, the request id on every line."""
+"""loguru set-up: readable lines in development, JSON in production, the request id on every line, no secrets."""
 
 import logging
 import sys
+from collections.abc import Callable
 from contextvars import ContextVar
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from asgi_correlation_id import correlation_id
 from loguru import logger
 
 from app.core.config import Settings
+from app.core.redaction import Redactor
 
 if TYPE_CHECKING:
     from loguru import Record
@@ -28,8 +30,30 @@ def current_request_id() -> str | None:
     return worker_request_id.get() or correlation_id.get()
 
 
-def _add_request_id(record: "Record") -> None:
-    record["extra"]["request_id"] = current_request_id() or "-"
+def _patcher(redact: Callable[[str], str]) -> Callable[["Record"], None]:
+    """Give every record its request id and take secrets out of its message, before any sink sees it."""
+
+    def patch(record: "Record") -> None:
+        record["extra"]["request_id"] = current_request_id() or "-"
+        record["message"] = redact(record["message"])
+
+    return patch
+
+
+class _RedactedStderr:
+    """stderr for loguru, redacting whole lines: tracebacks and extra fields carry secrets a message did not."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        self.redact = redact
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(self.redact(text))
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 class _InterceptHandler(logging.Handler):
@@ -56,12 +80,14 @@ class _InterceptHandler(logging.Handler):
 
 def configure_logging(settings: Settings) -> None:
     """Install the one log sink for this process."""
+    redact = Redactor.for_settings(settings)
+    stderr = _RedactedStderr(redact)
     logger.remove()
-    logger.configure(patcher=_add_request_id)
+    logger.configure(patcher=_patcher(redact))
     if settings.json_logs:
-        logger.add(sys.stderr, level=settings.log_level, serialize=True, backtrace=False, diagnose=False)
+        logger.add(stderr, level=settings.log_level, serialize=True, backtrace=False, diagnose=False)
     else:
-        logger.add(sys.stderr, level=settings.log_level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
+        logger.add(stderr, level=settings.log_level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
     logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers = [_InterceptHandler()]

@@ -149,5 +149,10 @@ class Names:
         return f"{self.ns}:webhook:inflight:{endpoint_id}"
 
     @property
+    def recent_logs_key(self) -> str:
+        """Every process's latest warnings and errors, newest first."""
+        return f"{self.ns}:logs:recent"
+
+    @property
     def redis_prefix(self) -> str:
         return f"{self.ns}:"

@@ -1,4 +1,5 @@
-"""The connections a process holds: database engine, Redis, broker. Opened at start-up, passed in."""
+"""The connections a process holds: database engine, Redis, broker, and the recent-logs sink that writes through
+Redis. Opened at start-up, passed in."""
 
 from dataclasses import dataclass
 
@@ -9,6 +10,8 @@ from app.core.broker import Broker
 from app.core.config import Settings
 from app.core.database import make_engine
 from app.core.names import Names
+from app.core.recent_logs import RecentLogs
+from app.core.redaction import Redactor
 from app.core.topology import Topology, build_topology
 
 
@@ -19,6 +22,7 @@ class Resources:
     engine: AsyncEngine
     redis: "Redis"
     broker: Broker
+    logs: RecentLogs
 
     @property
     def names(self) -> Names:
@@ -32,9 +36,12 @@ class Resources:
         redis = Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         broker = Broker(settings.rabbitmq_url, topology, settings.publish_timeout_seconds, name=f"{role}-publisher")
         await broker.start(wait=broker_wait)
-        return cls(settings, topology, engine, redis, broker)
+        logs = RecentLogs(redis, topology.names.recent_logs_key, Redactor.for_settings(settings))
+        logs.start()
+        return cls(settings, topology, engine, redis, broker, logs)
 
     async def close(self) -> None:
         await self.broker.close()
+        await self.logs.stop()
         await self.redis.aclose()
         await self.engine.dispose()
