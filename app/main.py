@@ -16,6 +16,7 @@ from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, lo
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
+from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
@@ -46,6 +47,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     names = resources.names
     box = SecretBox(settings.secret_encryption_key)
     deliveries = DeliveryService(resources.engine, outbox, names)
+    inbox = ReplyInbox(resources.broker)
+    inbox.start()
     state = ApiState(
         resources=resources,
         jobs=JobService(
@@ -62,6 +65,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
+        replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
     )
     workers = embedded_workers(resources, outbox) if settings.embedded_workers else {}
@@ -76,6 +80,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         await asyncio.gather(*(worker.stop() for worker in workers.values()))
         await state.jobs.close()
+        await inbox.close()
         await stop_task(relay)
         await outbox.close()
         await resources.close()

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import ArtifactStore
@@ -11,6 +12,7 @@ from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
+from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
 
 
@@ -25,5 +27,10 @@ class ApiState:
     artifacts: ArtifactStore
     limiter: RateLimiter
     breakers: JobTypeBreakers
+    replies: ReplyInbox
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)
+    waiting: Waiting = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.waiting = Waiting(self.jobs, self.replies)

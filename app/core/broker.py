@@ -12,6 +12,8 @@ from loguru import logger
 from app.core.topology import Topology, declare
 
 PERSISTENT = int(aio_pika.DeliveryMode.PERSISTENT)
+# RabbitMQ's direct reply-to pseudo-queue: a request naming it must be published on the channel that consumes it.
+DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
 
 
 class PublishError(Exception):
@@ -31,6 +33,8 @@ class Outgoing:
     message_id: str | None = None
     # Publish/subscribe events go without it: an event nobody subscribes to is not an error (rule 1).
     mandatory: bool = True
+    reply_to: str | None = None
+    correlation_id: str | None = None
 
 
 class Broker:
@@ -43,6 +47,10 @@ class Broker:
         self._name = name
         self._connection: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
+        self._plain: AbstractChannel | None = None  # for best-effort sends, opened on first use
+        self._plain_opening = asyncio.Lock()
+        # Set by the reply inbox: requests that ask for a direct reply go out on the channel that consumes it.
+        self.reply_channel: AbstractChannel | None = None
         self._connector: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -91,7 +99,10 @@ class Broker:
             raise PublishError("RabbitMQ is not connected")
         try:
             # Straight to the AMQP channel: aio-pika's Message and Exchange add nothing we use, at a cost per message.
-            channel = await self._channel.get_underlay_channel()
+            source = self.reply_channel if message.reply_to == DIRECT_REPLY_TO else self._channel
+            if source is None:
+                raise PublishError("the reply channel is not open")
+            channel = await source.get_underlay_channel()
             await channel.basic_publish(
                 message.body,
                 exchange=message.exchange,
@@ -104,6 +115,30 @@ class Broker:
             raise PublishError(f"no confirm within {self._timeout}s") from exc
         except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
             raise PublishError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def send(self, message: Outgoing) -> bool:
+        """Publish best effort, with no confirm and no `mandatory` (a direct reply); False when it did not go out."""
+        if not self.is_up:
+            return False
+        try:
+            channel = await (await self._plain_channel()).get_underlay_channel()
+            await channel.basic_publish(
+                message.body,
+                exchange=message.exchange,
+                routing_key=message.routing_key,
+                properties=_properties(message),
+                timeout=self._timeout,
+            )
+        except (TimeoutError, aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+            logger.info("could not send a message to {}: {}", message.routing_key, exc)
+            return False
+        return True
+
+    async def _plain_channel(self) -> AbstractChannel:
+        async with self._plain_opening:
+            if self._plain is None or self._plain.is_closed:
+                self._plain = await self.connection.channel(publisher_confirms=False)
+            return self._plain
 
     async def publish_many(self, messages: list[Outgoing]) -> list[PublishError | None]:
         """Publish concurrently (a confirm costs a round trip); one result per message, None when confirmed."""
@@ -146,6 +181,8 @@ def _properties(message: Outgoing) -> aiormq.spec.Basic.Properties:
         message_id=message.message_id,
         priority=message.priority,
         expiration=str(message.expiration_ms) if message.expiration_ms else None,
+        reply_to=message.reply_to,
+        correlation_id=message.correlation_id,
     )
 
 

@@ -2,14 +2,14 @@
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
-from app.core.broker import Outgoing
+from app.core.broker import DIRECT_REPLY_TO, Outgoing
 from app.core.names import Names, broker_priority, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -74,6 +74,36 @@ def job_outgoing(names: Names, message: JobMessage, retry_count: int = 0) -> Out
         headers=headers,
         priority=broker_priority(message.priority),
         message_id=message.job_id,
+    )
+
+
+def expecting_reply(message: Outgoing, correlation_id: str) -> Outgoing:
+    """A job message whose worker replies, once the job is finished, straight to the channel that published it."""
+    return replace(message, reply_to=DIRECT_REPLY_TO, correlation_id=correlation_id)
+
+
+@dataclass(frozen=True)
+class JobReply:
+    """What a worker tells a waiting submitter: the job reached this terminal status (the database says more)."""
+
+    job_id: str
+    status: str
+
+    @classmethod
+    def from_bytes(cls, body: bytes) -> "JobReply":
+        data = loads(body)
+        return cls(job_id=str(data["job_id"]), status=str(data["status"]))
+
+
+def job_reply(reply_to: str, correlation_id: str | None, reply: JobReply) -> Outgoing:
+    """The reply to a job message that asked for one, on the default exchange to the asker's reply address."""
+    return Outgoing(
+        exchange="",
+        routing_key=reply_to,
+        body=dumps(reply.__dict__),
+        message_id=reply.job_id,
+        mandatory=False,
+        correlation_id=correlation_id,
     )
 
 

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.messages import expecting_reply
 from app.core.names import Names
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
@@ -38,18 +39,25 @@ class JobService:
         self.submitter = Submitter(self.engine, self.outbox)
 
     async def submit(
-        self, principal: Principal, request: JobOptions, request_id: str | None
+        self, principal: Principal, request: JobOptions, request_id: str | None, reply_id: str | None = None
     ) -> tuple[JobRow, Submitted]:
-        """Save the job and stage its message, then publish it; say how far it got."""
-        return (await self.submit_many(principal, [request], request_id))[0]
+        """Save the job and stage its message, then publish it; say how far it got. With `reply_id`, the worker
+        replies to this process under that correlation id once the job is finished (direct reply-to)."""
+        return (await self.submit_many(principal, [request], request_id, reply_id))[0]
 
     async def submit_many(
-        self, principal: Principal, requests: Sequence[JobOptions], request_id: str | None
+        self,
+        principal: Principal,
+        requests: Sequence[JobOptions],
+        request_id: str | None,
+        reply_id: str | None = None,
     ) -> list[tuple[JobRow, Submitted]]:
         """Save every job of one request or none, then publish them with their confirms awaited together; return
         each job and how far it got, in request order. An idempotency key used for another request raises."""
         client = principal.client_id
         drafts = new_drafts(self.names, client, requests, request_id)
+        if reply_id is not None:
+            drafts = [replace(d, message=expecting_reply(d.message, reply_id)) for d in drafts]
         repeats = repeated_keys(drafts)
         unique = [d for d in drafts if d.index not in repeats]
         keyed = [d for d in unique if d.key is not None]

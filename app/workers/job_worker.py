@@ -26,6 +26,7 @@ from app.services.outbox import Outbox, Pending
 from app.workers.consumers import ConsumerGroup
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
+from app.workers.job_replies import JobReplies
 from app.workers.job_store import (
     Claimed,
     Defer,
@@ -66,6 +67,7 @@ class JobWorker:
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
+        self.replies = JobReplies(self.publisher)
         self.breakers = BatchedBreakers(job_type_breakers(self.resources))
         self.tools = SharedTools(
             CpuPool(settings.cpu_pool_size),
@@ -103,6 +105,7 @@ class JobWorker:
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
+        await self.replies.close()
         await self.batches.close()
         for batcher in (self.batches.claims, self.batches.finishes):
             logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
@@ -181,6 +184,8 @@ class JobWorker:
             logger.error("job {}: its result could not be stored: {}", job["id"], exc)
             await self._failed(message, job, lock, PermanentError(f"the result could not be stored: {exc}"))
             return
+        if staged is not None:
+            self.replies.succeeded(message, job["id"])
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
@@ -199,6 +204,8 @@ class JobWorker:
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
             staged = await self.batches.finish(dead_lettered(job, error, plan.reason), lock)
+            if staged is not None:
+                self.replies.dead_lettered(message, job["id"])
             await self._settle(message, staged, ack=False)
             return
         logger.info(
@@ -244,8 +251,17 @@ class JobWorker:
         headers: dict[str, Any] = {RETRY_COUNT_HEADER: retry_count}
         if job_message.request_id:
             headers[REQUEST_ID_HEADER] = job_message.request_id
+        # A waiting submitter's reply address rides along: the run after the delay answers it.
         outgoing = Outgoing(
-            names.jobs_retry_exchange, queue, message.body, headers, message.priority, expiration_ms, job_message.job_id
+            names.jobs_retry_exchange,
+            queue,
+            message.body,
+            headers,
+            message.priority,
+            expiration_ms,
+            job_message.job_id,
+            reply_to=message.reply_to,
+            correlation_id=message.correlation_id,
         )
         try:
             await self.publisher.publish(outgoing)

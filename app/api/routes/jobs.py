@@ -18,6 +18,16 @@ from app.services.pagination import BadCursor, encode
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
 SUBMIT_STATUS = {Submitted.CREATED: 201, Submitted.PENDING: 202, Submitted.EXISTING: 200}
+WaitQuery = Annotated[
+    float | None,
+    Query(
+        gt=0,
+        le=60,
+        allow_inf_nan=False,
+        description="Seconds (0 < wait <= 60, fractions allowed) to hold the answer until the job is succeeded, "
+        "dead_lettered or cancelled; then, or when the time is up, the job as it stands. Status codes stay the same.",
+    ),
+]
 REQUEST_SCHEMA_REF = "#/components/schemas/JobRequest"
 
 
@@ -46,8 +56,10 @@ async def submit_job(
     state: StateDep,
     principal: PrincipalDep,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    wait: WaitQuery = None,
 ) -> JobOut:
-    """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable."""
+    """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable; with `wait`,
+    once the job is finished or the wait is over."""
     await rate_limit(state, principal.client_id, response)
     data = await json_object(request, state.resources.settings.max_body_bytes)
     if idempotency_key and "idempotency_key" not in data:
@@ -55,7 +67,7 @@ async def submit_job(
     one = job_request(data)
     await admit(state, [one])
     try:
-        job, outcome = await state.jobs.submit(principal, one, correlation_id.get())
+        job, outcome = await state.waiting.submit(principal, one, correlation_id.get(), wait)
     except IdempotencyConflict as exc:
         raise ApiError(
             409,
@@ -116,9 +128,9 @@ async def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"description": "No such job for this client."}})
-async def get_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
-    """One job."""
-    job = await state.jobs.get(principal, job_id)
+async def get_job(job_id: str, state: StateDep, principal: PrincipalDep, wait: WaitQuery = None) -> JobOut:
+    """One job; with `wait`, once it is finished or the wait is over."""
+    job = await state.waiting.get(principal, job_id, wait)
     if job is None:
         raise not_found("job")
     return JobOut.model_validate(job)
