@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from loguru import logger
 
 from app.api import errors
-from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, logs, webhooks
+from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
@@ -28,9 +28,11 @@ from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.idempotency import IdempotencyCache
 from app.services.jobs import JobService
+from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
 from app.services.relay import make_outbox, start_background, stop_task
+from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
@@ -47,6 +49,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     names = resources.names
     box = SecretBox(settings.secret_encryption_key)
     deliveries = DeliveryService(resources.engine, outbox, names)
+    hub = Hub(settings.live_buffer_events)
+    feed = EventFeed(resources.broker, names, hub)
+    await feed.start(wait=5)
     inbox = ReplyInbox(resources.broker)
     inbox.start()
     state = ApiState(
@@ -65,6 +70,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
+        live=LiveStreams(resources.engine, names, hub),
         replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
     )
@@ -81,6 +87,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.gather(*(worker.stop() for worker in workers.values()))
         await state.jobs.close()
         await inbox.close()
+        await feed.stop()
         await stop_task(relay)
         await outbox.close()
         await resources.close()
@@ -114,7 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
-    for module in (health, api_keys, jobs, webhooks, deliveries, dlq, circuits, logs):
+    for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

@@ -12,6 +12,7 @@ from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
+from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
 
@@ -28,6 +29,7 @@ class ApiState:
     limiter: RateLimiter
     breakers: JobTypeBreakers
     replies: ReplyInbox
+    live: LiveStreams
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)
     waiting: Waiting = field(init=False)

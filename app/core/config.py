@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     webhook_allow_private_networks: bool = False
     embedded_workers: bool = False
+    # Live status streams (SSE): the events one subscriber may fall behind by before it is disconnected, and
+    # how often an idle stream gets a keep-alive comment.
+    live_buffer_events: int = Field(default=256, ge=1)
+    live_ping_seconds: float = Field(default=15, gt=0, le=15)
 
     job_timeout_seconds: float = Field(default=300, gt=0, le=1500)
     publish_timeout_seconds: float = Field(default=5, gt=0)

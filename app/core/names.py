@@ -85,6 +85,16 @@ class Names:
     def event_key(job_type: str, status: str) -> str:
         return f"job.{job_type}.{status}"
 
+    @property
+    def all_events_key(self) -> str:
+        """Every job event, whatever its type and status: what a live-status feed binds with."""
+        return "job.#"
+
+    def live_queue(self, token: str) -> str:
+        """One API process's exclusive, auto-delete queue of job events for its live streams (not in the durable
+        topology). Named here rather than by the server so a robust channel can declare it again on reconnect."""
+        return f"{self.ns}.live.{token}"
+
     # -- webhooks
     @property
     def webhooks_exchange(self) -> str:

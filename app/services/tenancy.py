@@ -17,3 +17,8 @@ def visible_to(table: Table, principal: Principal) -> ColumnElement[bool]:
     if principal.admin:
         return true()
     return table.c.client_id == principal.client_id
+
+
+def sees(principal: Principal, client_id: str | None) -> bool:
+    """The same rule for a row already in hand (a job event on the broker): is it the caller's to see?"""
+    return principal.admin or client_id == principal.client_id
