@@ -10,6 +10,8 @@ from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from loguru import logger
+from prometheus_fastapi_instrumentator import Instrumentator
+from prometheus_fastapi_instrumentator import metrics as http_metrics
 
 from app.api import errors
 from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks
@@ -35,6 +37,7 @@ from app.services.relay import make_outbox, start_background, stop_task
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
+from app.workers.watch import start_gauges
 from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
@@ -78,12 +81,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     for name, worker in workers.items():
         await worker.start()
         state.workers[name] = worker.report
+    gauges = start_gauges(resources, workers)
     app.state.api = state
     app.state.workers = workers
     logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
     try:
         yield
     finally:
+        await stop_task(gauges)
         await asyncio.gather(*(worker.stop() for worker in workers.values()))
         await state.jobs.close()
         await inbox.close()
@@ -121,10 +126,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
     errors.install(app)
+    _instrument(app)
     for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app
+
+
+def _instrument(app: FastAPI) -> None:
+    """HTTP requests by route, method and status, with their latency, and GET /metrics (no auth)."""
+    instrumentator = Instrumentator(
+        should_group_status_codes=False, should_exclude_streaming_duration=True, excluded_handlers=["/metrics"]
+    )
+    instrumentator.add(http_metrics.requests(), http_metrics.latency())
+    instrumentator.instrument(app).expose(app, include_in_schema=False)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

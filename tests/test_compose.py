@@ -48,7 +48,20 @@ def test_compose_defines_exactly_the_stack() -> None:
         "redis",
         "mssql",
         "mssql-init",
+        "prometheus",
+        "grafana",
     }
+
+
+def test_prometheus_and_grafana_mount_the_repository_config() -> None:
+    services = load_compose()["services"]
+    assert "./docker/prometheus:/etc/prometheus:ro" in services["prometheus"]["volumes"]
+    assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
+    grafana = services["grafana"]["volumes"]
+    assert "./docker/grafana/provisioning:/etc/grafana/provisioning:ro" in grafana
+    assert "./docker/grafana/dashboards:/var/lib/grafana/dashboards:ro" in grafana
+    for path in ("docker/prometheus/prometheus.yml", "docker/grafana/dashboards/taskq.json"):
+        assert (ROOT / path).is_file()
 
 
 @pytest.mark.parametrize("name", ["api", "rabbitmq", "redis", "mssql"])

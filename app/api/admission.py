@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from app.api.errors import ApiError, clean_errors, invalid, validation_errors
 from app.api.state import ApiState
+from app.core import metrics
 from app.core.ssrf import UnsafeURL
 from app.schemas.job import JOB_REQUEST, MAX_BATCH_JOBS, BatchEnvelope, JobOptions
 from app.services.breakers import BreakerState
@@ -24,6 +25,7 @@ async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: 
     if decision is None:
         return
     if not decision.allowed:
+        metrics.rate_limited(client_id).inc()
         raise ApiError(429, "rate_limited", _over_limit(decision, jobs), headers=decision.headers())
     response.headers.update(decision.headers())
 

@@ -80,6 +80,11 @@ class Settings(BaseSettings):
 
     db_pool_size: int = Field(default=10, ge=1)
 
+    # A worker process started on its own serves /metrics on this port (0: not at all); the API serves its own.
+    metrics_port: int = Field(default=9100, ge=0, le=65535)
+    # Seconds between two readings of the gauges that need I/O (queue depths, outbox, circuits, heartbeats).
+    metrics_interval_seconds: float = Field(default=10, gt=0)
+
     cpu_pool_size: int = Field(default=2, ge=1)
     artifact_storage: Literal["database", "directory"] = "database"
     artifact_dir: str = "./var/artifacts"

@@ -7,11 +7,14 @@ retried item by item, so one bad item fails only its own caller. `close` flushes
 """
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from loguru import logger
+
+from app.core import metrics
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -67,8 +70,11 @@ class GroupCommit(Generic[In, Out]):
     async def _flush_batch(self, batch: list[tuple[In, "asyncio.Future[Out]"]]) -> None:
         self.batches += 1
         self.items += len(batch)
+        metrics.batch_sizes(self.name).observe(len(batch))
+        started = time.perf_counter()
         try:
             outcomes = await self.flush([item for item, _ in batch])
+            metrics.flush_times(self.name).observe(time.perf_counter() - started)
         except asyncio.CancelledError:
             _fail(batch, GroupCommitClosed(f"{self.name} was cancelled during a flush"))
             raise

@@ -6,6 +6,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core import metrics
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent, sources_of
@@ -138,6 +139,7 @@ class DlqService:
                     conn, self.names, job, S.CANCELLED, values={"finished_at": utcnow(), "lease_until": None}
                 )
             if moved is not None:
+                metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
                 await self.outbox.publish([moved[1]])
                 return moved[0]
         raise NotCancellable("still changing")

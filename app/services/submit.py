@@ -18,6 +18,7 @@ from loguru import logger
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core import metrics
 from app.core.broker import Outgoing
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
@@ -195,6 +196,7 @@ class Submitter:
             return filed
         async with self._engine.begin() as conn:
             staged = await insert_drafts(conn, fresh)
+        metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
         task = asyncio.create_task(self._publish(list(zip(fresh, staged, strict=True))), name="submit-publish")
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)

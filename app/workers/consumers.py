@@ -2,8 +2,10 @@
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
@@ -36,6 +38,7 @@ class ConsumerGroup:
     handle: MessageHandler
     consumers: list[Consumer] = field(default_factory=list)
     inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
+    busy: Counter[str] = field(default_factory=Counter)  # queue name -> messages being handled (unacked)
     state: WorkerState = WorkerState.STOPPED
     failed: int = 0
 
@@ -64,13 +67,14 @@ class ConsumerGroup:
         await channel.set_qos(prefetch_count=1)
         # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
         queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
-        tag = await queue.consume(self._on_message)
+        tag = await queue.consume(partial(self._on_message, spec.name))
         return Consumer(spec.name, channel, queue, tag)
 
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+    async def _on_message(self, queue_name: str, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.inflight.add(task)
+        self.busy[queue_name] += 1
         try:
             await self.handle(message)
         except asyncio.CancelledError:
@@ -84,6 +88,7 @@ class ConsumerGroup:
                 await message.nack(requeue=True)
         finally:
             self.inflight.discard(task)
+            self.busy[queue_name] -= 1
 
     def report(self) -> str:
         return self.state
@@ -105,3 +110,11 @@ class ConsumerGroup:
         await self.intake.close()
         self.consumers.clear()
         self.state = WorkerState.STOPPED
+
+
+def unacked(groups: Iterable[ConsumerGroup]) -> dict[str, int]:
+    """Messages these groups hold unacked, by queue (prefetch 1: the ones being handled)."""
+    total: Counter[str] = Counter()
+    for group in groups:
+        total.update(group.busy)
+    return dict(total)

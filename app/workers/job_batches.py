@@ -3,6 +3,7 @@ its Redis locks taken and released in one round trip, its events published toget
 
 from dataclasses import dataclass, field
 
+from app.core import metrics
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
@@ -63,6 +64,8 @@ class JobBatches:
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
         recorded = await self.store.finish_many([outcome for outcome, _ in items])
+        done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
+        metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([staged for staged in recorded if staged is not None])

@@ -1,12 +1,14 @@
 """The job worker: prefetch-1 consumers per lane that claim, lock, run, retry or dead-letter, and ack last."""
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
+from app.core import metrics
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.database import is_unreachable
@@ -16,6 +18,7 @@ from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
+from app.core.statuses import JobStatus
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
@@ -97,6 +100,10 @@ class JobWorker:
     def report(self) -> str:
         return self.group.state
 
+    @property
+    def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
+        return (self.group,)
+
     async def start(self) -> None:
         self.batches.reopen()
         self._heartbeat = asyncio.create_task(self.leases.run(), name=f"{self.name}-heartbeat")
@@ -136,7 +143,9 @@ class JobWorker:
             case Drop(why):
                 logger.info("dropping message for job {}: {}", job_message.job_id, why)
                 await message.ack()
-            case ToDeadLetters():
+            case ToDeadLetters(events):
+                if events:  # its retry budget was spent before this claim: dead-lettered just now
+                    metrics.count_outcomes([(job_message.job_type, JobStatus.DEAD_LETTERED)])
                 await message.reject(requeue=False)
             case Defer(seconds):
                 await self._defer(message, job_message, seconds)
@@ -158,8 +167,11 @@ class JobWorker:
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
         attempt = asyncio.create_task(run_attempt(ctx, job["payload"], timeout))
         self.leases.hold(Lease(job, lock, attempt))
+        ran = metrics.duration(job["job_type"])
+        started = time.perf_counter()
         try:
             result = await attempt
+            ran.observe(time.perf_counter() - started)
         except asyncio.CancelledError:
             await self.locks.release([lock])
             current = asyncio.current_task()
@@ -170,6 +182,7 @@ class JobWorker:
             await message.ack()
             return
         except Exception as exc:
+            ran.observe(time.perf_counter() - started)
             await self._judge(job["job_type"], exc, probe)
             await self._failed(message, job, lock, exc)
             return

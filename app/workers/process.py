@@ -3,13 +3,16 @@
 import asyncio
 from collections.abc import Callable
 from typing import Literal
+from wsgiref.simple_server import WSGIServer
 
 from loguru import logger
 
+from app.core import metrics
 from app.core.config import Settings
 from app.core.resources import Resources
 from app.services.relay import make_outbox, start_background, stop_task
 from app.workers.job_worker import JobWorker
+from app.workers.watch import start_gauges
 from app.workers.webhook_worker import WebhookWorker
 
 
@@ -24,10 +27,26 @@ async def run_worker_process(
     relay = start_background(resources, outbox)
     worker = JobWorker(resources, outbox) if kind == "jobs" else WebhookWorker(resources, outbox)
     await worker.start()
+    gauges = start_gauges(resources, {worker.name: worker})
+    server = _serve_metrics(settings)
     await stop.wait()
     logger.info("stopping: no new messages; finishing in-flight work")
     await worker.stop()
+    await stop_task(gauges)
+    metrics.stop_serving(server)
     await stop_task(relay)
     await outbox.close()
     await resources.close()
     logger.info("{} worker stopped", kind)
+
+
+def _serve_metrics(settings: Settings) -> WSGIServer | None:
+    """/metrics on METRICS_PORT; a port already taken costs the metrics, not the worker."""
+    try:
+        server = metrics.serve(settings.metrics_port, settings.host)
+    except OSError as exc:
+        logger.error("cannot serve metrics on {}:{}: {}", settings.host, settings.metrics_port, exc)
+        return None
+    if server is not None:
+        logger.info("metrics on http://{}:{}/metrics", settings.host, settings.metrics_port)
+    return server

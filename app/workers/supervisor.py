@@ -8,6 +8,7 @@ included), so killing the parent never leaves orphans consuming.
 
 import contextlib
 import ctypes
+import os
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import time
 from types import FrameType
 
 from loguru import logger
+
+from app.core.config import get_settings
 
 PR_SET_PDEATHSIG = 1
 RESTART_PAUSE = 1.0
@@ -25,9 +28,12 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _spawn(kind: str) -> "subprocess.Popen[bytes]":
+def _spawn(kind: str, index: int) -> "subprocess.Popen[bytes]":
+    """Child `index` serves its metrics on METRICS_PORT + index: one port each."""
     preexec = _die_with_parent if sys.platform.startswith("linux") else None
-    return subprocess.Popen([sys.executable, "-m", "app", "worker", kind], preexec_fn=preexec)
+    port = get_settings().metrics_port
+    env = {**os.environ, "METRICS_PORT": str(port + index if port else 0)}
+    return subprocess.Popen([sys.executable, "-m", "app", "worker", kind], preexec_fn=preexec, env=env)
 
 
 def supervise(kind: str, processes: int) -> int:
@@ -41,7 +47,7 @@ def supervise(kind: str, processes: int) -> int:
             if child.poll() is None:
                 child.send_signal(signum)
 
-    children = [_spawn(kind) for _ in range(processes)]
+    children = [_spawn(kind, index) for index in range(processes)]
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     logger.info("supervising {} {} worker processes: {}", processes, kind, [c.pid for c in children])
@@ -50,6 +56,6 @@ def supervise(kind: str, processes: int) -> int:
             if child.poll() is not None and not stopping:
                 logger.warning("{} worker {} exited with {}; starting another", kind, child.pid, child.returncode)
                 time.sleep(RESTART_PAUSE)
-                children[i] = _spawn(kind)
+                children[i] = _spawn(kind, i)
         time.sleep(0.2)
     return max(abs(child.wait()) for child in children)

@@ -10,7 +10,7 @@ import httpx
 from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
-from app.core import safe_http
+from app.core import metrics, safe_http
 from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
@@ -70,6 +70,10 @@ class WebhookWorker:
     def report(self) -> str:
         states = {self.fanout.state, self.senders.state}
         return WorkerState.RUNNING if states == {WorkerState.RUNNING} else WorkerState.STOPPED
+
+    @property
+    def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
+        return (self.fanout, self.senders)
 
     async def start(self) -> None:
         self.batches.reopen()
@@ -144,11 +148,13 @@ class WebhookWorker:
         finally:
             if not operator:
                 self.slots.give(key, took)
+        metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
         recorded = await self.batches.record(Recording(send, attempt, plan))
         if not recorded:
             await message.ack()  # a newer claim owns it now
             return
+        metrics.deliveries(_outcome(plan)).inc()
         if isinstance(plan, Retry):
             await self._to_tier(message, plan.tier, plan.expiration_ms)
         if isinstance(plan, DeadLetter):
@@ -195,6 +201,13 @@ class WebhookWorker:
             message_id=message.message_id,
         )
         await self.resources.broker.publish(outgoing)
+
+
+def _outcome(plan: Retry | DeadLetter | None) -> str:
+    """webhook_deliveries_total's outcome of a recorded attempt."""
+    if plan is None:
+        return metrics.SUCCEEDED
+    return metrics.RETRYING if isinstance(plan, Retry) else metrics.FAILED
 
 
 def _header(message: AbstractIncomingMessage, name: str) -> str | None:

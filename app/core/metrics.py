@@ -1,0 +1,112 @@
+"""Every Prometheus metric of the service, defined once, and the few calls the hot paths make to move them.
+
+The metrics live in prometheus_client's process-wide registry, as the library intends: defining one opens no
+connection, and each process serves its own values (`GET /metrics`, or `METRICS_PORT` for a worker alone).
+Label children are resolved once and cached, so moving a metric on the hot path is a dict lookup and an add.
+"""
+
+from collections import Counter as Tally
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from app.core.statuses import JobStatus
+
+# A job's run time and a webhook attempt's: from a few milliseconds up to the longest timeouts allowed.
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1500)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
+FLUSH_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+
+# --- seed 000's eight (CONTRACT.md "Metrics"): names and labels are fixed
+JOBS_SUBMITTED = Counter("jobs_submitted", "Jobs saved by a submit.", ["job_type", "client_id", "priority"])
+JOBS_COMPLETED = Counter("jobs_completed", "Jobs that reached a final status.", ["job_type", "status"])
+JOB_DURATION = Histogram("job_duration_seconds", "The handler's run time.", ["job_type"], buckets=DURATION_BUCKETS)
+JOB_RETRIES = Counter("job_retries", "Failed runs that were scheduled to run again.", ["job_type"])
+JOBS_DEAD_LETTERED = Counter("jobs_dead_lettered", "Jobs moved to the dead-letter queue.", ["job_type"])
+CIRCUIT_BREAKER_STATE = Gauge(
+    "circuit_breaker_state", "A job type's circuit: 0 closed, 1 open, 2 half-open.", ["task_type"]
+)
+RATE_LIMIT_REJECTED = Counter("rate_limit_rejected", "Submits refused with 429 (one per request).", ["client_id"])
+WORKER_HEARTBEAT = Gauge(
+    "worker_heartbeat_timestamp", "When a running worker of this process was last seen alive (Unix s).", ["worker_id"]
+)
+
+# --- the project's own
+QUEUE_MESSAGES = Gauge("queue_messages", "Messages in a queue: ready (broker) or unacked (here).", ["queue", "state"])
+QUEUE_CONSUMERS = Gauge("queue_consumers", "Consumers of a queue, as the broker counts them.", ["queue"])
+OUTBOX_BACKLOG = Gauge("outbox_backlog", "Outbox rows not yet published and confirmed.")
+OUTBOX_OLDEST_AGE = Gauge("outbox_oldest_age_seconds", "Age of the oldest outbox row (0 when there is none).")
+WEBHOOK_DELIVERIES = Counter("webhook_deliveries", "Webhook attempts by what came of them.", ["outcome"])
+WEBHOOK_DURATION = Histogram(
+    "webhook_delivery_duration_seconds", "One webhook attempt, request to response.", buckets=DURATION_BUCKETS
+)
+WEBHOOK_CIRCUITS_OPEN = Gauge("webhook_circuits_open", "Webhook endpoints whose circuit is open or half-open.")
+GROUP_COMMIT_BATCH = Histogram(
+    "group_commit_batch_size", "Items in one group-commit flush.", ["batcher"], buckets=BATCH_BUCKETS
+)
+GROUP_COMMIT_FLUSH = Histogram(
+    "group_commit_flush_seconds", "How long one group-commit flush took.", ["batcher"], buckets=FLUSH_BUCKETS
+)
+
+BREAKER_VALUES = {"closed": 0, "open": 1, "half_open": 2}
+SUCCEEDED, RETRYING, FAILED = "succeeded", "retrying", "failed"  # webhook_deliveries_total's outcomes
+
+M = TypeVar("M", Counter, Gauge, Histogram)
+
+
+class Children(Generic[M]):
+    """A metric's label children, each resolved by prometheus_client once and then looked up in a dict."""
+
+    def __init__(self, metric: M) -> None:
+        self._metric: M = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
+
+
+submitted = Children(JOBS_SUBMITTED)
+completed = Children(JOBS_COMPLETED)
+duration = Children(JOB_DURATION)
+retries = Children(JOB_RETRIES)
+dead_lettered = Children(JOBS_DEAD_LETTERED)
+rate_limited = Children(RATE_LIMIT_REJECTED)
+deliveries = Children(WEBHOOK_DELIVERIES)
+batch_sizes = Children(GROUP_COMMIT_BATCH)
+flush_times = Children(GROUP_COMMIT_FLUSH)
+
+
+def count_submitted(jobs: Iterable[tuple[str, str, int]]) -> None:
+    """Jobs one commit saved, as (job_type, client_id, priority): one add per distinct label set."""
+    for (job_type, client_id, priority), n in Tally(jobs).items():
+        submitted(job_type, client_id, str(priority)).inc(n)
+
+
+def count_outcomes(outcomes: Iterable[tuple[str, str]]) -> None:
+    """Recorded runs as (job_type, status): a retry, or a final status (dead-lettered counts twice, as seed 000)."""
+    for (job_type, status), n in Tally(outcomes).items():
+        if status == JobStatus.RETRYING:
+            retries(job_type).inc(n)
+            continue
+        completed(job_type, status).inc(n)
+        if status == JobStatus.DEAD_LETTERED:
+            dead_lettered(job_type).inc(n)
+
+
+def serve(port: int, host: str) -> WSGIServer | None:
+    """Serve this process's metrics on `port` from a thread of their own (0: not at all); `shutdown()` stops it."""
+    if port == 0:
+        return None
+    server, _ = start_http_server(port, addr=host)
+    return server
+
+
+def stop_serving(server: WSGIServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()

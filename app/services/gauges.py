@@ -1,0 +1,121 @@
+"""The gauges that need I/O (queue depths, the outbox, circuits) and the workers' heartbeats, collected by one
+loop every few seconds, each reading bounded by a timeout: never on a request's or a message's path."""
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aio_pika
+from loguru import logger
+from sqlalchemy import func, select
+
+from app.core import metrics
+from app.core.resources import Resources
+from app.core.statuses import WorkerState
+from app.handlers.registry import JOB_TYPES
+from app.models.tables import OUTBOX
+from app.models.types import utcnow
+from app.services.breakers import job_type_breakers
+
+READ_TIMEOUT = 5.0
+SCAN_COUNT = 1000
+
+Unacked = Callable[[], dict[str, int]]  # queue name -> messages this process holds unacked
+States = Callable[[], dict[str, str]]  # worker name -> its state
+
+
+def _nothing_unacked() -> dict[str, int]:
+    return {}
+
+
+def _no_workers() -> dict[str, str]:
+    return {}
+
+
+@dataclass
+class Gauges:
+    """One process's collector; `unacked` and `workers` report what this process itself runs."""
+
+    resources: Resources
+    unacked: Unacked = _nothing_unacked
+    workers: States = _no_workers
+    process_id: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+
+    def __post_init__(self) -> None:
+        self.breakers = job_type_breakers(self.resources)
+        self.prefix = f"{self.resources.names.ns}."
+
+    async def run(self, interval: float) -> None:
+        """Collect now, then every `interval` seconds, until cancelled."""
+        while True:
+            await self.collect()
+            await asyncio.sleep(interval)
+
+    async def collect(self) -> None:
+        """Every gauge once; a reading that fails or times out leaves its gauges as they were."""
+        self.heartbeats()
+        readings = (self.queues(), self.outbox(), self.job_circuits(), self.endpoint_circuits())
+        results = await asyncio.gather(*(asyncio.wait_for(r, READ_TIMEOUT) for r in readings), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                logger.debug("a metrics reading failed: {!r}", result)
+
+    def heartbeats(self) -> None:
+        now = time.time()
+        for name, state in self.workers().items():
+            if state == WorkerState.RUNNING:
+                metrics.WORKER_HEARTBEAT.labels(f"{self.process_id}:{name}").set(now)
+
+    def label(self, queue: str) -> str:
+        """A queue's name without the namespace, so dashboards and rules read the same in every deployment."""
+        return queue.removeprefix(self.prefix)
+
+    async def queues(self) -> None:
+        """Ready messages and consumers by a passive declare (no management plugin); unacked from this process."""
+        broker = self.resources.broker
+        held = self.unacked()
+        for spec in self.resources.topology.queues:
+            metrics.QUEUE_MESSAGES.labels(self.label(spec.name), "unacked").set(held.get(spec.name, 0))
+        if not broker.is_up:
+            return
+        channel = await broker.connection.channel()
+        try:
+            for spec in self.resources.topology.queues:
+                declared = await channel.declare_queue(spec.name, passive=True)
+                result = declared.declaration_result
+                metrics.QUEUE_MESSAGES.labels(self.label(spec.name), "ready").set(result.message_count or 0)
+                metrics.QUEUE_CONSUMERS.labels(self.label(spec.name)).set(result.consumer_count or 0)
+        except aio_pika.exceptions.AMQPError as exc:
+            logger.debug("queue depths unavailable: {!r}", exc)
+        finally:
+            if not channel.is_closed:
+                await channel.close()
+
+    async def outbox(self) -> None:
+        async with self.resources.engine.connect() as conn:
+            count, oldest = (await conn.execute(select(func.count(), func.min(OUTBOX.c.created_at)))).one()
+        metrics.OUTBOX_BACKLOG.set(count)
+        metrics.OUTBOX_OLDEST_AGE.set(max(0.0, (utcnow() - oldest).total_seconds()) if oldest else 0.0)
+
+    async def job_circuits(self) -> None:
+        circuits = await asyncio.gather(*(self.breakers.check(job_type) for job_type in JOB_TYPES))
+        for circuit in circuits:
+            metrics.CIRCUIT_BREAKER_STATE.labels(circuit.job_type).set(metrics.BREAKER_VALUES[circuit.state])
+
+    async def endpoint_circuits(self) -> None:
+        """An endpoint's breaker hash exists only while it has failed since its last success; opened_at > 0 is
+        an open (or half-open) circuit."""
+        redis = self.resources.redis
+        pattern = self.resources.names.endpoint_breaker_key("*")
+        keys = [key async for key in redis.scan_iter(match=pattern, count=SCAN_COUNT)]
+        if not keys:
+            metrics.WEBHOOK_CIRCUITS_OPEN.set(0)
+            return
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hget(key, "opened_at")
+            opened = await pipe.execute()
+        metrics.WEBHOOK_CIRCUITS_OPEN.set(sum(1 for value in opened if value and float(value) > 0))
