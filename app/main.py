@@ -133,12 +133,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+# Made once per process: the library registers its metrics when they are made, and on a second call (a second app
+# in one process, as the tests create) it returns nothing, which would leave that app uncounted.
+HTTP_METRICS = (http_metrics.requests(), http_metrics.latency())
+
+
 def _instrument(app: FastAPI) -> None:
     """HTTP requests by route, method and status, with their latency, and GET /metrics (no auth)."""
     instrumentator = Instrumentator(
         should_group_status_codes=False, should_exclude_streaming_duration=True, excluded_handlers=["/metrics"]
     )
-    instrumentator.add(http_metrics.requests(), http_metrics.latency())
+    instrumentator.add(*(metric for metric in HTTP_METRICS if metric is not None))
     instrumentator.instrument(app).expose(app, include_in_schema=False)
 
 
