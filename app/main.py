@@ -144,7 +144,7 @@ def _instrument(app: FastAPI) -> None:
         should_group_status_codes=False, should_exclude_streaming_duration=True, excluded_handlers=["/metrics"]
     )
     instrumentator.add(*(metric for metric in HTTP_METRICS if metric is not None))
-    instrumentator.instrument(app).expose(app, include_in_schema=False)
+    instrumentator.instrument(app).expose(app, tags=["operations"], summary="Prometheus metrics (no auth)")
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
