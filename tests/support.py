@@ -37,6 +37,18 @@ async def wait_for(check: Callable[[], Awaitable[T]], within: float = 15, interv
     return value
 
 
+async def until_serving(client: httpx.AsyncClient, within: float = 30) -> None:
+    """Wait until the service behind `client` answers `GET /health` with 200."""
+
+    async def serving() -> bool:
+        try:
+            return (await client.get("/health")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await wait_for(serving, within=within)
+
+
 @dataclass
 class Api:
     app: FastAPI

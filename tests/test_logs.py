@@ -24,7 +24,7 @@ from app.main import create_app
 from app.services.api_keys import new_key
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.receiver import Receiver
-from tests.support import Api, api_with, app_process, free_port, until_status, wait_for
+from tests.support import Api, api_with, app_process, free_port, until_serving, until_status, wait_for
 
 LOGS = "/api/v1/logs"
 
@@ -180,13 +180,7 @@ async def _register_and_deliver(client: httpx.AsyncClient, receiver: Receiver) -
     """Create a key and a webhook, run a job to a delivery and one to the DLQ; the secrets and the logs listed."""
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
-    async def serving() -> bool:
-        try:
-            return (await client.get("/health")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    await wait_for(serving, within=30)
+    await until_serving(client)
     created = await client.post("/api/v1/api-keys", json={"client_id": "logs-scan"}, headers=admin)
     key = created.json()["api_key"]
     headers = {"Authorization": f"Bearer {key}"}

@@ -10,7 +10,7 @@ import pytest
 
 from app.core.names import Lane
 from tests.conftest import make_settings, settings_env
-from tests.support import ROOT, Api, BrokerProbe, app_process, free_port, until_status, wait_for
+from tests.support import ROOT, Api, BrokerProbe, app_process, free_port, until_serving, until_status, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -69,14 +69,7 @@ async def test_two_api_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Pa
     env = settings_env(make_settings(port=port))
     with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as parent:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
-
-            async def serving() -> bool:
-                try:
-                    return (await client.get("/health")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await wait_for(serving, within=30)
+            await until_serving(client)
             await wait_for(lambda: _serving_children(parent.popen.pid, 2), within=30)
             assert (await client.get("/health")).json() == {"status": "ok"}
         assert await asyncio.to_thread(parent.terminate, 30) == 0, parent.output()
