@@ -1,6 +1,5 @@
 """The composition root: the FastAPI app, its lifespan, and the workers it may embed."""
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -22,6 +21,7 @@ from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
+from app.runtime import Hooks, Runtime, add_background, add_gauges, nothing
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
@@ -33,11 +33,9 @@ from app.services.jobs import JobService
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
-from app.services.relay import make_outbox, start_background, stop_task
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.workers.job_worker import JobWorker
-from app.workers.watch import start_gauges
 from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
@@ -46,25 +44,36 @@ REQUEST_ID_MAX = 128
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    resources = await Resources.open(settings, role="api")
-    outbox = make_outbox(resources)
-    relay = start_background(resources, outbox)
-    names = resources.names
+    async with Runtime.opened(settings, role="api") as runtime:
+        add_background(runtime)
+        hub = Hub(settings.live_buffer_events)
+        feed = EventFeed(runtime.resources.broker, runtime.resources.names, hub)
+        inbox = ReplyInbox(runtime.resources.broker)
+        runtime.add(Hooks("live_feed", partial(feed.start, wait=5), feed.stop))
+        runtime.add(Hooks("reply_inbox", inbox.start, inbox.close))
+        state = api_state(runtime.resources, runtime.outbox, hub, inbox)
+        runtime.add(Hooks("job_service", nothing, state.jobs.close))
+        workers = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
+        add_gauges(runtime, workers)
+        for name, worker in workers.items():
+            runtime.add(worker)
+            state.workers[name] = partial(getattr, worker, "state")
+        app.state.api, app.state.workers, app.state.runtime = state, workers, runtime
+        await runtime.start()
+        logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
+        yield
+
+
+def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox) -> ApiState:
+    """The services the routes reach; a worker this process does not run reads as disabled in /ready."""
+    settings, names = resources.settings, resources.names
     box = SecretBox(settings.secret_encryption_key)
     deliveries = DeliveryService(resources.engine, outbox, names)
-    hub = Hub(settings.live_buffer_events)
-    feed = EventFeed(resources.broker, names, hub)
-    await feed.start(wait=5)
-    inbox = ReplyInbox(resources.broker)
-    inbox.start()
-    state = ApiState(
+    idempotency = IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
+    return ApiState(
         resources=resources,
-        jobs=JobService(
-            resources.engine, outbox, names, IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
-        ),
-        keys=ApiKeyService(
-            resources.engine, settings.admin_api_key, resources.redis, resources.names.api_keys_generation_key
-        ),
+        jobs=JobService(resources.engine, outbox, names, idempotency),
+        keys=ApiKeyService(resources.engine, settings.admin_api_key, resources.redis, names.api_keys_generation_key),
         webhooks=WebhookService(
             resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
         ),
@@ -77,25 +86,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
     )
-    workers = embedded_workers(resources, outbox) if settings.embedded_workers else {}
-    for name, worker in workers.items():
-        await worker.start()
-        state.workers[name] = worker.report
-    gauges = start_gauges(resources, workers)
-    app.state.api = state
-    app.state.workers = workers
-    logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
-    try:
-        yield
-    finally:
-        await stop_task(gauges)
-        await asyncio.gather(*(worker.stop() for worker in workers.values()))
-        await state.jobs.close()
-        await inbox.close()
-        await feed.stop()
-        await stop_task(relay)
-        await outbox.close()
-        await resources.close()
 
 
 def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorker | WebhookWorker]:

@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
 from app.core.database import make_engine
-from app.core.resources import Resources
+from app.core.statuses import WorkerState
 from app.core.topology import build_topology
 from app.main import create_app
-from app.services.relay import make_outbox, start_background, stop_task
+from app.runtime import Runtime, add_worker_process
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.receiver import Receiver, running_receiver
@@ -45,6 +45,8 @@ TEST_SETTINGS: dict[str, Any] = {
     "publish_timeout_seconds": 2,
     "outbox_relay_after": 0,
     "outbox_relay_interval": 0.2,
+    "background_backoff_base_seconds": 1,
+    "background_backoff_max_seconds": 4,
     "webhook_retry_schedule": "0.2,0.4",
     "webhook_timeout_seconds": 2,
     "webhook_consumers": 2,
@@ -169,25 +171,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
-    """A job worker in this process, consuming every lane of the test namespace, with the background tasks
-    (outbox relay and flush, retention, DLQ janitor) a worker process runs."""
-    resources = await Resources.open(settings, role="test-worker")
-    outbox = make_outbox(resources)
-    background = start_background(resources, outbox)
-    job_worker = JobWorker(resources, outbox)
-    await job_worker.start()
+    """A job worker in this process, consuming every lane of the test namespace, with the background workers
+    (outbox relay, overdue republisher, retention, DLQ janitor) a worker process runs."""
+    async with Runtime.opened(settings, role="test-worker", grace=5) as runtime:
+        job_worker = add_worker_process(runtime, JobWorker, observed=False)
+        await runtime.start()
 
-    async def running() -> bool:
-        return job_worker.state == "running"
+        async def running() -> bool:
+            return job_worker.state == WorkerState.RUNNING
 
-    await wait_for(running, within=15)
-    try:
+        await wait_for(running, within=15)
         yield job_worker
-    finally:
-        await job_worker.stop(grace=5)
-        await stop_task(background)
-        await outbox.close()
-        await resources.close()
 
 
 @contextlib.asynccontextmanager
@@ -197,21 +191,15 @@ async def running_webhook_worker(settings: Settings) -> AsyncIterator[WebhookWor
     probe = await BrokerProbe.connect(RABBITMQ_URL, build_topology(settings))
     await probe.purge(probe.topology.names.webhook_events_queue)
     await probe.close()
-    resources = await Resources.open(settings, role="test-webhooks")
-    outbox = make_outbox(resources)
-    hooks = WebhookWorker(resources, outbox)
-    await hooks.start()
+    async with Runtime.opened(settings, role="test-webhooks", grace=5) as runtime:
+        hooks = add_worker_process(runtime, WebhookWorker, background=False, observed=False)
+        await runtime.start()
 
-    async def running() -> bool:
-        return hooks.report() == "running"
+        async def running() -> bool:
+            return hooks.state == WorkerState.RUNNING
 
-    await wait_for(running, within=15)
-    try:
+        await wait_for(running, within=15)
         yield hooks
-    finally:
-        await hooks.stop(grace=5)
-        await outbox.close()
-        await resources.close()
 
 
 @pytest.fixture

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     retention_interval_seconds: float = Field(default=3600, gt=0)
     retention_batch_size: int = Field(default=1000, ge=1)
     dlq_janitor_interval_seconds: float = Field(default=60, gt=0)
+    # A background loop whose cycles keep failing waits this long, doubling up to the maximum (seed 003).
+    background_backoff_base_seconds: float = Field(default=60, gt=0)
+    background_backoff_max_seconds: float = Field(default=1800, gt=0)
 
     db_pool_size: int = Field(default=10, ge=1)
 

@@ -33,7 +33,7 @@ class ReplyInbox:
         self._opener: asyncio.Task[None] | None = None
         self.received = 0  # replies that woke a waiting request
 
-    def start(self) -> None:
+    async def start(self) -> None:
         """Open the reply channel in the background, once the broker is up."""
         self._opener = asyncio.create_task(self._open(), name="reply-inbox")
 

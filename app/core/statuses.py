@@ -56,3 +56,11 @@ class WorkerState(StrEnum):
     STOPPED = "stopped"
     DISABLED = "disabled"
     FAILED = "failed"
+
+
+class WorkerKind(StrEnum):
+    """What a worker does: consume jobs, deliver webhooks, or run a loop on a cycle (relay, janitor, …)."""
+
+    JOB = "job"
+    WEBHOOK = "webhook"
+    BACKGROUND = "background"

@@ -1,5 +1,5 @@
 """The gauges that need I/O (queue depths, the outbox, circuits) and the workers' heartbeats, collected by one
-loop every few seconds, each reading bounded by a timeout: never on a request's or a message's path."""
+background loop every few seconds, each reading bounded by a timeout: never on a request's or a message's path."""
 
 import asyncio
 import os
@@ -47,12 +47,6 @@ class Gauges:
     def __post_init__(self) -> None:
         self.breakers = job_type_breakers(self.resources)
         self.prefix = f"{self.resources.names.ns}."
-
-    async def run(self, interval: float) -> None:
-        """Collect now, then every `interval` seconds, until cancelled."""
-        while True:
-            await self.collect()
-            await asyncio.sleep(interval)
 
     async def collect(self) -> None:
         """Every gauge once; a reading that fails or times out leaves its gauges as they were."""

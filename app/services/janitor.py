@@ -1,7 +1,6 @@
 """The DLQ janitor: walks a broker dead-letter queue, removes messages whose job or delivery no longer needs
 them (replayed, redelivered), and leaves every other message in place and in order."""
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -12,7 +11,6 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker
-from app.core.database import is_unreachable
 from app.core.statuses import JobStatus
 from app.models.tables import DELIVERIES, JOBS
 from app.services.deliveries import DeliveryStatus
@@ -81,20 +79,12 @@ class DlqJanitor:
         async with self.engine.connect() as conn:
             return set((await conn.execute(query)).scalars())
 
-    async def run(self, interval: float) -> None:
-        """The background task: a sweep every `interval` seconds."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                if self.broker.is_up:
-                    removed = await self.sweep()
-                    if any(removed.values()):
-                        logger.info("DLQ janitor removed {}", removed)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                level = "WARNING" if is_unreachable(exc) else "ERROR"
-                logger.opt(exception=level == "ERROR").log(level, "DLQ janitor: {}", exc)
+    async def cycle(self) -> None:
+        """One cycle of the background worker: a sweep while the broker is up."""
+        if self.broker.is_up:
+            removed = await self.sweep()
+            if any(removed.values()):
+                logger.info("DLQ janitor removed {}", removed)
 
 
 def _job_id(message: AbstractIncomingMessage) -> str:

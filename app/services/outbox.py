@@ -216,18 +216,8 @@ class Outbox:
             rows = await conn.execute(select(OUTBOX).where(OUTBOX.c.locked_by == token).order_by(OUTBOX.c.id))
             return [_from_row(row, self._pubsub) for row in rows]
 
-    async def run(self, interval: float, extra: Callable[[], Awaitable[object]] | None = None) -> None:
-        """The relay loop (a background task): flush, relay, run `extra`, sleep; never dies of an error."""
-        while True:
-            try:
-                await self.flush()
-                if self._broker.is_up:
-                    await self.relay_once()
-                    if extra is not None:
-                        await extra()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the relay must outlive any one failure
-                level = "WARNING" if is_unreachable(exc) else "ERROR"
-                logger.opt(exception=level == "ERROR").log(level, "outbox relay: {}", exc)
-            await asyncio.sleep(interval)
+    async def relay_cycle(self) -> None:
+        """One cycle of the relay (a background worker): forget what was confirmed, relay what was missed."""
+        await self.flush()
+        if self._broker.is_up:
+            await self.relay_once()

@@ -1,16 +1,11 @@
-"""Wiring of the outbox and its relay, shared by the API and worker processes."""
+"""Wiring of the outbox, shared by the API and worker processes (its relay is a background worker)."""
 
-import asyncio
 from functools import partial
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.resources import Resources
-from app.services.janitor import DlqJanitor
 from app.services.outbox import Outbox, Pending
-from app.services.overdue import republish_overdue
-from app.services.retention import Retention
 from app.services.transitions import queue_pending
 
 
@@ -26,30 +21,3 @@ def make_outbox(resources: Resources) -> Outbox:
 
 async def _mark_queued(resources: Resources, conn: AsyncConnection, job_ids: list[str]) -> list[Pending]:
     return [staged for _, staged in await queue_pending(conn, resources.names, job_ids)]
-
-
-def start_background(resources: Resources, outbox: Outbox) -> "asyncio.Task[None]":
-    """The background tasks every process runs: the relay (unsent outbox rows, overdue retries) and retention."""
-    settings = resources.settings
-    extra = partial(republish_overdue, resources)
-    relay = asyncio.create_task(outbox.run(settings.outbox_relay_interval, extra), name="outbox-relay")
-    retention = Retention.from_settings(resources)
-    sweeper = asyncio.create_task(retention.run(settings.retention_interval_seconds), name="retention")
-    names = resources.names
-    janitor = DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq)
-    cleaner = asyncio.create_task(janitor.run(settings.dlq_janitor_interval_seconds), name="dlq-janitor")
-    return asyncio.create_task(_together(relay, sweeper, cleaner), name="background")
-
-
-async def _together(*tasks: "asyncio.Task[None]") -> None:
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def stop_task(task: "asyncio.Task[Any]") -> None:
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)

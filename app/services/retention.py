@@ -9,7 +9,6 @@ from loguru import logger
 from sqlalchemy import ColumnElement, Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import is_unreachable
 from app.core.resources import Resources
 from app.core.statuses import TERMINAL
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
@@ -87,16 +86,8 @@ class Retention:
             sweep.batches += 1
             await asyncio.sleep(0)  # let other work in between batches
 
-    async def run(self, interval: float) -> None:
-        """The background task: a sweep every `interval` seconds; an error waits for the next one."""
-        while True:
-            try:
-                sweep = await self.sweep()
-                if any(sweep.deleted.values()):
-                    logger.info("retention removed {} in {} batch(es)", sweep.deleted, sweep.batches)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                level = "WARNING" if is_unreachable(exc) else "ERROR"
-                logger.opt(exception=level == "ERROR").log(level, "retention sweep failed: {}", exc)
-            await asyncio.sleep(interval)
+    async def cycle(self) -> None:
+        """One cycle of the background worker: a sweep, logged when it removed anything."""
+        sweep = await self.sweep()
+        if any(sweep.deleted.values()):
+            logger.info("retention removed {} in {} batch(es)", sweep.deleted, sweep.batches)

@@ -13,8 +13,9 @@ from loguru import logger
 
 from app.core.broker import Broker
 from app.core.resources import Resources
-from app.core.statuses import WorkerState
+from app.core.statuses import WorkerKind, WorkerState
 from app.core.topology import QueueSpec
+from app.workers.reports import WorkerReport
 
 REQUEUE_PAUSE = 1.0
 MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
@@ -40,7 +41,8 @@ class ConsumerGroup:
     inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
     busy: Counter[str] = field(default_factory=Counter)  # queue name -> messages being handled (unacked)
     state: WorkerState = WorkerState.STOPPED
-    failed: int = 0
+    handled: int = 0  # messages taken, whatever became of them
+    failed: int = 0  # messages whose handler raised
 
     def __post_init__(self) -> None:
         settings = self.resources.settings
@@ -89,9 +91,7 @@ class ConsumerGroup:
         finally:
             self.inflight.discard(task)
             self.busy[queue_name] -= 1
-
-    def report(self) -> str:
-        return self.state
+            self.handled += 1
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages, let in-flight ones finish within `grace` seconds, then close (rule 9)."""
@@ -110,6 +110,21 @@ class ConsumerGroup:
         await self.intake.close()
         self.consumers.clear()
         self.state = WorkerState.STOPPED
+
+
+def consumer_report(name: str, kind: WorkerKind, state: WorkerState, groups: Iterable[ConsumerGroup]) -> WorkerReport:
+    """A consumer worker's report, its groups summed. Such a worker never backs off as a whole (its job types'
+    and endpoints' circuits are their own), so its breaker reads closed."""
+    groups = list(groups)
+    return WorkerReport(
+        name,
+        kind,
+        state,
+        consumers=sum(len(group.consumers) for group in groups),
+        in_flight=sum(len(group.inflight) for group in groups),
+        processed=sum(group.handled for group in groups),
+        failed=sum(group.failed for group in groups),
+    )
 
 
 def unacked(groups: Iterable[ConsumerGroup]) -> dict[str, int]:

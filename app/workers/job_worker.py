@@ -18,7 +18,7 @@ from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
-from app.core.statuses import JobStatus
+from app.core.statuses import JobStatus, WorkerKind, WorkerState
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
@@ -26,7 +26,7 @@ from app.models.types import utcnow
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
-from app.workers.consumers import ConsumerGroup
+from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
 from app.workers.job_replies import JobReplies
@@ -44,6 +44,7 @@ from app.workers.job_store import (
 )
 from app.workers.leases import Lease, Leases
 from app.workers.lock import JobLocks, Lock
+from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.runner import run_attempt
 from app.workers.tools import SharedTools
@@ -58,6 +59,7 @@ class JobWorker:
     resources: Resources
     outbox: Outbox
     name: str = "job_worker"
+    kind: WorkerKind = WorkerKind.JOB
     processed: int = 0
 
     def __post_init__(self) -> None:
@@ -94,11 +96,11 @@ class JobWorker:
         }
 
     @property
-    def state(self) -> str:
+    def state(self) -> WorkerState:
         return self.group.state
 
-    def report(self) -> str:
-        return self.group.state
+    def report(self) -> WorkerReport:
+        return consumer_report(self.name, self.kind, self.state, self.consumer_groups)
 
     @property
     def consumer_groups(self) -> tuple[ConsumerGroup, ...]:

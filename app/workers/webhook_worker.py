@@ -22,15 +22,16 @@ from app.core.safe_http import safe_client
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
-from app.core.statuses import WorkerState
+from app.core.statuses import WorkerKind, WorkerState
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
-from app.workers.consumers import ConsumerGroup
+from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.delivery_batches import WAIT, DeliveryBatches, breaker_key
 from app.workers.endpoint_slots import EndpointSlots
 from app.workers.job_store import Defer, Drop, ToDeadLetters
+from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
 from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
 
@@ -40,6 +41,7 @@ class WebhookWorker:
     resources: Resources
     outbox: Outbox
     name: str = "webhook_worker"
+    kind: WorkerKind = WorkerKind.WEBHOOK
 
     def __post_init__(self) -> None:
         settings = self.resources.settings
@@ -67,9 +69,13 @@ class WebhookWorker:
             dns_default_seconds=settings.webhook_dns_cache_seconds,
         )
 
-    def report(self) -> str:
+    @property
+    def state(self) -> WorkerState:
         states = {self.fanout.state, self.senders.state}
         return WorkerState.RUNNING if states == {WorkerState.RUNNING} else WorkerState.STOPPED
+
+    def report(self) -> WorkerReport:
+        return consumer_report(self.name, self.kind, self.state, self.consumer_groups)
 
     @property
     def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
