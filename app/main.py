@@ -13,7 +13,7 @@ from prometheus_fastapi_instrumentator import Instrumentator
 from prometheus_fastapi_instrumentator import metrics as http_metrics
 
 from app.api import errors
-from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks
+from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks, workers
 from app.api.state import ApiState
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
@@ -21,7 +21,7 @@ from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
-from app.runtime import Hooks, Runtime, add_background, add_gauges, nothing
+from app.runtime import Hooks, Runtime, add_background, add_gauges, add_steering, nothing
 from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
@@ -35,6 +35,7 @@ from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
+from app.services.worker_directory import WorkerDirectory
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
@@ -45,26 +46,27 @@ REQUEST_ID_MAX = 128
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     async with Runtime.opened(settings, role="api") as runtime:
+        add_steering(runtime)
         add_background(runtime)
         hub = Hub(settings.live_buffer_events)
         feed = EventFeed(runtime.resources.broker, runtime.resources.names, hub)
         inbox = ReplyInbox(runtime.resources.broker)
         runtime.add(Hooks("live_feed", partial(feed.start, wait=5), feed.stop))
         runtime.add(Hooks("reply_inbox", inbox.start, inbox.close))
-        state = api_state(runtime.resources, runtime.outbox, hub, inbox)
+        state = api_state(runtime.resources, runtime.outbox, hub, inbox, runtime.held)
         runtime.add(Hooks("job_service", nothing, state.jobs.close))
-        workers = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
-        add_gauges(runtime, workers)
-        for name, worker in workers.items():
+        embedded = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
+        add_gauges(runtime, embedded)
+        for name, worker in embedded.items():
             runtime.add(worker)
             state.workers[name] = partial(getattr, worker, "state")
-        app.state.api, app.state.workers, app.state.runtime = state, workers, runtime
+        app.state.api, app.state.workers, app.state.runtime = state, embedded, runtime
         await runtime.start()
         logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
         yield
 
 
-def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox) -> ApiState:
+def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox, held: set[str]) -> ApiState:
     """The services the routes reach; a worker this process does not run reads as disabled in /ready."""
     settings, names = resources.settings, resources.names
     box = SecretBox(settings.secret_encryption_key)
@@ -85,6 +87,8 @@ def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox)
         live=LiveStreams(resources.engine, names, hub),
         replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
+        held=held,
+        directory=WorkerDirectory(resources.redis, names, settings.worker_heartbeat_seconds),
     )
 
 
@@ -117,7 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     errors.install(app)
     _instrument(app)
-    for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs):
+    for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs, workers):
         app.include_router(module.router)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

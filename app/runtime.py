@@ -15,7 +15,10 @@ from app.core.resources import Resources
 from app.core.statuses import WorkerKind
 from app.services.outbox import Outbox
 from app.services.relay import make_outbox
+from app.services.worker_directory import WorkerDirectory
 from app.workers.background import BackgroundLoop, background_loops, backoff_of
+from app.workers.control import Control
+from app.workers.heartbeat import Heartbeat
 from app.workers.reports import WorkerReport
 from app.workers.watch import Watched, process_gauges
 
@@ -74,7 +77,9 @@ class Runtime:
     def __init__(self, resources: Resources, outbox: Outbox, grace: float) -> None:
         self.resources, self.outbox, self.grace = resources, outbox, grace
         self.parts: dict[str, Part] = {}
+        self.held: set[str] = set()  # workers an operator stopped: not started until resumed
         self._started: list[Part] = []
+        self._stopping = False
         self._closed = False
 
     @classmethod
@@ -104,15 +109,41 @@ class Runtime:
         """What each worker of this process says about itself."""
         return [worker.report() for worker in self.workers.values()]
 
+    def worker_names(self) -> list[str]:
+        return list(self.workers)
+
+    def _is_started(self, part: Part) -> bool:
+        return any(started is part for started in self._started)
+
     async def start(self) -> None:
-        """Start, in order, every part not started yet."""
+        """Start, in order, every part not started yet, but for the workers an operator stopped."""
         for part in self.parts.values():
-            if not any(started is part for started in self._started):
+            if not self._is_started(part) and part.name not in self.held:
                 await part.start()
                 self._started.append(part)
 
+    async def halt(self, name: str) -> None:
+        """Stop the worker `name` until resumed (its stop lets in-flight work finish within the grace)."""
+        self.held.add(name)
+        part = self.parts[name]
+        if self._is_started(part):
+            self._started = [started for started in self._started if started is not part]
+            await part.stop(self.grace)
+
+    async def resume(self, name: str) -> None:
+        """Start the worker `name` again, in its place in the stop order; not while the process stops."""
+        self.held.discard(name)
+        part = self.parts[name]
+        if self._stopping or self._is_started(part):
+            return
+        await part.start()
+        self._started.append(part)
+        order = list(self.parts)
+        self._started.sort(key=lambda started: order.index(started.name))
+
     async def stop(self) -> None:
         """Stop the started parts in reverse order, then the outbox and the resources; once."""
+        self._stopping = True
         while self._started:
             part = self._started.pop()
             try:
@@ -148,6 +179,16 @@ class MetricsServer:
         self.server = None
 
 
+def add_steering(runtime: Runtime) -> Control:
+    """The worker control and the heartbeat, added before the workers: the control's start reads which workers an
+    operator stopped (they stay down), and both stop after the workers."""
+    resources = runtime.resources
+    directory = WorkerDirectory(resources.redis, resources.names, resources.settings.worker_heartbeat_seconds)
+    control = runtime.add(Control(resources.broker, resources.names, directory, runtime))
+    runtime.add(Heartbeat(directory, runtime.reports, control.reconcile))
+    return control
+
+
 def add_background(runtime: Runtime) -> None:
     """The background workers every process runs: outbox relay, overdue republisher, DLQ janitor, retention."""
     for loop in background_loops(runtime.resources, runtime.outbox):
@@ -166,9 +207,11 @@ def add_gauges(runtime: Runtime, workers: Mapping[str, Watched]) -> None:
 def add_worker_process(
     runtime: Runtime, make: Callable[[Resources, Outbox], C], background: bool = True, observed: bool = True
 ) -> C:
-    """What `python -m app worker …` runs: the background workers, the metrics (gauges and METRICS_PORT), then
-    the worker, which stops first. A test's worker leaves out the metrics and may leave out the loops."""
+    """What `python -m app worker …` runs: the control and heartbeat, the background workers, the metrics (gauges
+    and METRICS_PORT), then the worker, which stops first. A test's worker leaves out the metrics and may leave out
+    the loops."""
     worker = make(runtime.resources, runtime.outbox)
+    add_steering(runtime)
     if background:
         add_background(runtime)
     if observed:

@@ -41,7 +41,16 @@ def test_collection_is_postman_v21_with_its_variables() -> None:
     collection = load_collection()
     variables = {v["key"]: v["value"] for v in collection["variable"]}
     assert collection["info"]["schema"] == SCHEMA_V21
-    assert set(variables) == {"base_url", "api_key", "admin_key", "job_id", "api_key_id", "webhook_id", "delivery_id"}
+    assert set(variables) == {
+        "base_url",
+        "api_key",
+        "admin_key",
+        "job_id",
+        "api_key_id",
+        "webhook_id",
+        "delivery_id",
+        "worker_name",
+    }
     assert variables["base_url"] == "http://127.0.0.1:8000"
     assert collection["auth"]["bearer"] == [{"key": "token", "value": "{{api_key}}", "type": "string"}]
 

@@ -98,6 +98,8 @@ async def test_a_worker_process_starts_its_loops_and_metrics_before_the_worker_s
     async with Runtime.opened(make_settings(), role="test-runtime") as runtime:
         add_worker_process(runtime, JobWorker)
         assert list(runtime.parts) == [
+            "worker_control",
+            "worker_heartbeat",
             "outbox_relay",
             "overdue_republisher",
             "dlq_janitor",
@@ -171,6 +173,8 @@ async def test_a_background_loop_that_keeps_failing_backs_off_and_recovers(db: A
 async def test_the_api_runs_the_background_workers_and_they_report_their_cycles(api: Api) -> None:
     runtime: Runtime = api.app.state.runtime
     assert list(runtime.parts) == [
+        "worker_control",
+        "worker_heartbeat",
         "outbox_relay",
         "overdue_republisher",
         "dlq_janitor",

@@ -15,6 +15,7 @@ from app.services.rate_limit import RateLimiter
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
+from app.services.worker_directory import WorkerDirectory
 
 
 @dataclass
@@ -30,8 +31,10 @@ class ApiState:
     breakers: JobTypeBreakers
     replies: ReplyInbox
     live: LiveStreams
+    directory: WorkerDirectory
     # name -> a function that reports the worker's state ("running", "stopped", "disabled")
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)  # the workers of this process an operator stopped
     waiting: Waiting = field(init=False)
 
     def __post_init__(self) -> None:

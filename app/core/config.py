@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     # Seconds between two readings of the gauges that need I/O (queue depths, outbox, circuits, heartbeats).
     metrics_interval_seconds: float = Field(default=10, gt=0)
 
+    # Every process writes its workers' reports to Redis this often; one that misses three beats drops out.
+    worker_heartbeat_seconds: float = Field(default=2, gt=0)
+
     cpu_pool_size: int = Field(default=2, ge=1)
     artifact_storage: Literal["database", "directory"] = "database"
     artifact_dir: str = "./var/artifacts"

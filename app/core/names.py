@@ -95,6 +95,16 @@ class Names:
         topology). Named here rather than by the server so a robust channel can declare it again on reconnect."""
         return f"{self.ns}.live.{token}"
 
+    # -- worker control
+    @property
+    def control_exchange(self) -> str:
+        """A fanout: every process binds one queue of its own and hears every stop and start."""
+        return f"{self.ns}.control"
+
+    def control_queue(self, token: str) -> str:
+        """One process's exclusive, auto-delete queue on the control exchange (not in the durable topology)."""
+        return f"{self.ns}.control.{token}"
+
     # -- webhooks
     @property
     def webhooks_exchange(self) -> str:
@@ -162,6 +172,20 @@ class Names:
     def recent_logs_key(self) -> str:
         """Every process's latest warnings and errors, newest first."""
         return f"{self.ns}:logs:recent"
+
+    @property
+    def worker_processes_key(self) -> str:
+        """A sorted set of the processes that heartbeat, scored by their last beat (epoch seconds)."""
+        return f"{self.ns}:workers"
+
+    def worker_process_key(self, process: str) -> str:
+        """One process's latest heartbeat: its workers' reports, expiring unless beaten again."""
+        return f"{self.ns}:workers:{process}"
+
+    @property
+    def worker_desired_key(self) -> str:
+        """A hash of worker name -> the state an operator asked for (running or stopped), for every process."""
+        return f"{self.ns}:worker_desired"
 
     @property
     def redis_prefix(self) -> str:

@@ -125,7 +125,7 @@ def build_topology(settings: Settings) -> Topology:
         names=names,
         job_tiers=jobs.job_tiers,
         webhook_tiers=hooks.webhook_tiers,
-        exchanges=jobs.exchanges + hooks.exchanges,
+        exchanges=[*jobs.exchanges, *hooks.exchanges, ExchangeSpec(names.control_exchange, ExchangeType.FANOUT)],
         queues=jobs.queues + hooks.queues,
         bindings=jobs.bindings + hooks.bindings,
     )

@@ -59,9 +59,13 @@ class WebhookWorker:
         self.senders = ConsumerGroup(
             self.resources, self.name, {names.webhook_deliver_queue: settings.webhook_consumers}, self._deliver
         )
+        self.http = self._http_client()
+
+    def _http_client(self) -> httpx.AsyncClient:
         # Pooled per (scheme, host, port), every connection checked where it is dialled (rule 12). Connections to
         # an endpoint stay within its in-flight cap (one per attempt); endpoints sharing a host do not share a cap.
-        self.http = safe_client(
+        settings = self.resources.settings
+        return safe_client(
             settings.webhook_allow_private_networks,
             max_connections=settings.webhook_max_connections,
             max_keepalive=settings.webhook_max_connections,
@@ -82,6 +86,8 @@ class WebhookWorker:
         return (self.fanout, self.senders)
 
     async def start(self) -> None:
+        if self.http.is_closed:  # started again after a stop
+            self.http = self._http_client()
         self.batches.reopen()
         await self.fanout.start()
         await self.senders.start()

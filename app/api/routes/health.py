@@ -33,7 +33,9 @@ async def ready(state: StateDep) -> JSONResponse:
     }
     components.update({name: report() for name, report in state.workers.items()})
     down = [name for name in CRITICAL if components[name] != "healthy"]
-    down += [name for name, report in state.workers.items() if report() == WorkerState.STOPPED]
+    # A worker an operator stopped is stopped on purpose: the process still serves.
+    stopped = [name for name, report in state.workers.items() if report() == WorkerState.STOPPED]
+    down += [name for name in stopped if name not in state.held]
     status = "unavailable" if down else ("degraded" if redis != "healthy" else "ok")
     return JSONResponse({"status": status, "components": components}, status_code=503 if down else 200)
 

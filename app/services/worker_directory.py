@@ -1,0 +1,106 @@
+"""Workers across processes: each process's heartbeat in Redis, the state an operator asked for, and the control
+messages that carry a stop or start to every process."""
+
+import json
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from redis.asyncio import Redis
+
+from app.core.broker import Broker, Outgoing
+from app.core.names import Names
+
+# Every worker name this service can run, so a name no live process reports yet is still known (not a 404).
+RUNNABLE = (
+    "job_worker",
+    "webhook_worker",
+    "outbox_relay",
+    "overdue_republisher",
+    "dlq_janitor",
+    "retention",
+    "metrics_gauges",
+)
+TTL_BEATS = 3  # a process that misses this many heartbeats has gone
+
+
+class Action(StrEnum):
+    """What an operator asks of a worker, and the state kept for it."""
+
+    STOP = "stop"
+    START = "start"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One control message: do `action` to the worker `name`, in every process that runs it."""
+
+    name: str
+    action: Action
+
+    def encode(self) -> bytes:
+        return json.dumps({"name": self.name, "action": str(self.action)}).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> "Command":
+        data = json.loads(body)
+        return cls(str(data["name"]), Action(data["action"]))
+
+
+@dataclass(frozen=True)
+class WorkerDirectory:
+    """The Redis side of the workers API, for one namespace."""
+
+    redis: "Redis"
+    names: Names
+    heartbeat_seconds: float
+
+    @property
+    def ttl_seconds(self) -> float:
+        return self.heartbeat_seconds * TTL_BEATS
+
+    async def beat(self, process: str, workers: list[dict[str, Any]]) -> None:
+        """Record this process's workers until the TTL passes; processes gone longer are forgotten."""
+        now = time.time()
+        document = json.dumps({"process": process, "workers": workers})
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(self.names.worker_process_key(process), document, px=round(self.ttl_seconds * 1000))
+            pipe.zadd(self.names.worker_processes_key, {process: now})
+            pipe.zremrangebyscore(self.names.worker_processes_key, "-inf", now - self.ttl_seconds)
+            await pipe.execute()
+
+    async def leave(self, process: str) -> None:
+        """A process that stops takes itself out at once, rather than after its TTL."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(self.names.worker_process_key(process))
+            pipe.zrem(self.names.worker_processes_key, process)
+            await pipe.execute()
+
+    async def workers(self) -> list[dict[str, Any]]:
+        """Every worker of every live process, ordered by process, then as each process lists them."""
+        since = time.time() - self.ttl_seconds
+        processes = await self.redis.zrangebyscore(self.names.worker_processes_key, since, "+inf")
+        if not processes:
+            return []
+        keys = [self.names.worker_process_key(_text(process)) for process in sorted(processes)]
+        documents = await self.redis.mget(keys)
+        return [worker for document in documents if document for worker in json.loads(document)["workers"]]
+
+    async def desire(self, name: str, action: Action) -> None:
+        """Keep what the operator asked, for processes that start later."""
+        await self.redis.hset(self.names.worker_desired_key, name, str(action))
+
+    async def stopped(self) -> set[str]:
+        """The worker names an operator has stopped."""
+        desired = await self.redis.hgetall(self.names.worker_desired_key)
+        return {_text(name) for name, action in desired.items() if _text(action) == Action.STOP}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def send_command(broker: Broker, names: Names, command: Command) -> None:
+    """Tell every process (raises PublishError when the broker did not take it)."""
+    await broker.publish(Outgoing(names.control_exchange, "", command.encode(), mandatory=False))
