@@ -18,7 +18,7 @@ from app.services.worker_directory import Action, Command
 from app.workers.heartbeat import Rates
 from app.workers.reports import WorkerReport
 from tests.conftest import ADMIN_KEY, NS, REDIS_URL, make_settings, settings_env
-from tests.support import Api, BrokerProbe, Process, api_with, app_process, until_status, wait_for
+from tests.support import Api, BrokerProbe, Process, api_with, app_process, trail, until_status, wait_for
 
 BEAT = {"worker_heartbeat_seconds": 0.5}  # a process drops out 1.5 s after its last beat
 LANES = {"job_consumers_default": 1, "job_consumers_critical": 0, "job_consumers_bulk": 0}
@@ -111,6 +111,35 @@ async def test_two_worker_processes_are_listed_stopped_restarted_stopped_and_sta
             for process in (first, restarted):  # a process that stops takes itself out at once
                 assert await asyncio.to_thread(process.terminate) == 0, process.output()
             assert await states(api, "outbox_relay", first, restarted) == [None, None]
+
+
+async def test_a_job_cancelled_while_its_worker_is_stopped_never_runs(
+    fast_api: Api, broker: BrokerProbe, tmp_path: Path
+) -> None:
+    api, lane = fast_api, broker.topology.names.lane_queue(Lane.DEFAULT)
+    await broker.purge(lane)
+    env = settings_env(make_settings(**BEAT, **LANES, metrics_port=0))
+    headers = await api.new_client("workers-cancel")
+    with app_process(["worker", "jobs"], env, tmp_path / "worker.log") as worker:
+        await until_states(api, "job_worker", ["running"], worker)
+        await command(api, "job_worker", "stop")
+        await until_states(api, "job_worker", ["stopped"], worker)
+        kept, cancelled = [(await api.submit(headers, payload={"n": n})).json()["id"] for n in range(2)]
+        for job_id in (kept, cancelled):
+            await until_status(api, headers, job_id, 20, "queued")
+        answer = await api.client.post(f"/api/v1/jobs/{cancelled}/cancel", headers=headers)
+        assert (answer.status_code, answer.json()["status"]) == (200, "cancelled"), answer.text
+
+        await command(api, "job_worker", "start")
+        await until_states(api, "job_worker", ["running"], worker)
+        assert (await until_status(api, headers, kept))["status"] == "succeeded"
+        await wait_for(lambda: _lane_drained(broker, lane))  # the cancelled job's message was taken and dropped
+    assert (await api.job(headers, cancelled))["status"] == "cancelled"
+    assert "running" not in [event["event"] for event in await trail(api, headers, cancelled)]
+
+
+async def _lane_drained(broker: BrokerProbe, queue: str) -> bool:
+    return await broker.depth(queue) == 0
 
 
 async def _consumers_are(broker: BrokerProbe, queue: str, count: int) -> bool:
