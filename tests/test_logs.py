@@ -169,8 +169,10 @@ async def test_no_secret_reaches_any_log_of_a_run_that_registers_keys_and_webhoo
     ):
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             secrets, listed = await _register_and_deliver(client, receiver)
-    everything = "\n".join(path.read_text(errors="replace") for path in logs) + listed
+            metrics = (await client.get("/metrics")).text
+    everything = "\n".join(path.read_text(errors="replace") for path in logs) + listed + metrics
     assert "dead-lettered" in everything and "API ready" in everything  # the scan had the run's lines to read
+    assert "jobs_submitted_total{" in metrics  # ... and the service's metrics
     assert base.secret_encryption_key and base.admin_api_key
     secrets += [base.secret_encryption_key, base.admin_api_key]
     assert [s for s in secrets if s in everything] == []
