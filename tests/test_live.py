@@ -141,6 +141,23 @@ async def test_job_stream_sends_the_current_state_then_each_change_and_ends(
         assert kinds(await again.rest()) == [(event_id(job_id, 3), "job.succeeded")]  # finished: its state, the end
 
 
+async def test_job_stream_sees_queued_running_succeeded_in_order(
+    api: Api, served: httpx.AsyncClient, worker: JobWorker
+) -> None:
+    await worker.stop(grace=5)  # the job waits in its lane while the stream opens
+    headers = await api.new_client("watcher-from-queued")
+    job_id = await submitted(api, headers, job_type="echo", payload={"n": 1})
+    await until_status(api, headers, job_id, WITHIN, "queued")
+    async with stream(served, f"/api/v1/jobs/{job_id}/stream", headers) as live:
+        first = await live.next()
+        assert first is not None and (first.id, first.event) == (event_id(job_id, 1), "job.queued")
+        await worker.start()
+        messages = [first, *await live.rest()]
+    assert kinds(messages) == list(
+        zip(ids(job_id, 1, 2, 3), ["job.queued", "job.running", "job.succeeded"], strict=True)
+    )
+
+
 async def test_another_clients_job_has_no_stream(api: Api, served: httpx.AsyncClient) -> None:
     owner, other = await api.new_client("owner"), await api.new_client("nosy")
     job_id = await submitted(api, owner)
