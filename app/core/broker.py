@@ -1,6 +1,7 @@
 """Connections to RabbitMQ and the confirmed, mandatory, time-limited publish (rule 1)."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,3 +193,18 @@ def _safe(url: str) -> str:
         return url
     scheme, rest = url.split("://", 1)
     return f"{scheme}://{rest.split('@', 1)[1]}"
+
+
+async def consume_when_up(broker: Broker, consume: Callable[[], Awaitable[None]], what: str) -> None:
+    """Once the broker is up, run `consume` (declare a queue and start consuming it), retrying with a delay that
+    doubles from 0.5 s up to 5 s while it fails."""
+    await broker.ready.wait()
+    delay = 0.5
+    while True:
+        try:
+            await consume()
+            return
+        except (OSError, aio_pika.exceptions.AMQPError) as exc:
+            logger.warning("{} could not start ({}); retrying in {}s", what, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5)

@@ -12,7 +12,7 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
 
-from app.core.broker import Broker
+from app.core.broker import Broker, consume_when_up
 from app.core.messages import loads
 from app.core.names import Names
 
@@ -132,16 +132,7 @@ class EventFeed:
                 await asyncio.wait_for(asyncio.shield(self.ready.wait()), wait)
 
     async def _consume_when_up(self) -> None:
-        await self._broker.ready.wait()
-        delay = 0.5
-        while True:
-            try:
-                await self._consume()
-                return
-            except (OSError, aio_pika.exceptions.AMQPError) as exc:
-                logger.warning("live event feed could not start ({}); retrying in {}s", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5)
+        await consume_when_up(self._broker, self._consume, "live event feed")
 
     async def _consume(self) -> None:
         connection = self._broker.connection

@@ -11,7 +11,7 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
 from redis.exceptions import RedisError
 
-from app.core.broker import Broker
+from app.core.broker import Broker, consume_when_up
 from app.core.names import Names
 from app.services.worker_directory import Action, Command, WorkerDirectory
 
@@ -59,16 +59,7 @@ class Control:
         task.add_done_callback(self._tasks.discard)
 
     async def _consume_when_up(self) -> None:
-        await self.broker.ready.wait()
-        delay = 0.5
-        while True:
-            try:
-                await self._consume()
-                return
-            except (OSError, aio_pika.exceptions.AMQPError) as exc:
-                logger.warning("worker control could not start ({}); retrying in {}s", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5)
+        await consume_when_up(self.broker, self._consume, "worker control")
 
     async def _consume(self) -> None:
         channel = await self.broker.connection.channel()
