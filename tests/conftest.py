@@ -152,6 +152,16 @@ def sqlite_url(tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture
+async def redis() -> AsyncIterator[Redis]:
+    """A client of the test Redis."""
+    client = Redis.from_url(REDIS_URL)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
 @pytest.fixture(params=["postgresql", "sqlite"])
 async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterator[AsyncEngine]:
     """The test database on PostgreSQL, then on a fresh SQLite file: the DB layer runs on both (rule 14)."""

@@ -5,7 +5,6 @@ rendered for MSSQL. Time is a clock the test moves, so nothing waits for a coold
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -60,15 +59,6 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-@pytest.fixture
-async def redis() -> AsyncIterator[Redis]:
-    client = Redis.from_url(REDIS_URL)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture

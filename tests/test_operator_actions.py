@@ -2,29 +2,18 @@
 endpoint are sent now (the action is the probe) and their success closes the circuit (issue 13, item 6)."""
 
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from redis.asyncio import Redis
 from starlette.responses import Response
 
 from app.workers.job_worker import JobWorker
-from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
+from tests.conftest import make_settings, running_webhook_worker
 from tests.receiver import Receiver
 from tests.support import Api, until_status, wait_for
 
 # A long cooldown and long retries: without the operator's action nothing would be sent again within the test.
 SETTINGS = {"webhook_breaker_failures": 1, "webhook_breaker_cooldown_seconds": 60, "webhook_retry_schedule": "30,30"}
-
-
-@pytest.fixture
-async def redis() -> AsyncIterator[Redis]:
-    client = Redis.from_url(REDIS_URL)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 async def broken_endpoint(api: Api, receiver: Receiver, redis: Redis, client: str) -> tuple[dict[str, str], Any]:
