@@ -3,8 +3,10 @@
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +15,8 @@ from loguru import logger
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
+
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,16 +106,34 @@ def dev() -> int:
 def serve(settings: Settings, processes: int = 1) -> int:
     import uvicorn
 
-    from app.main import create_app
-
     host, port = settings.host, settings.port
     if processes == 1:
+        from app.main import create_app
+
         uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
         return 0
-    # uvicorn's own worker processes behind one socket, each building the app from the environment.
+    # uvicorn's own worker processes behind one socket, each building the app from the environment. A scrape
+    # reaches one of them, so they share their metric values in a folder (prometheus_client's multiprocess
+    # mode); this parent imports no metric, so it adds none of its own.
+    chosen = os.environ.get(MULTIPROC_DIR)
+    folder = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="taskq-metrics-"))
+    _share_metric_values(folder)
     target = "app.main:app_from_environment"
-    uvicorn.run(target, factory=True, workers=processes, host=host, port=port, log_config=None, access_log=False)
+    try:
+        uvicorn.run(target, factory=True, workers=processes, host=host, port=port, log_config=None, access_log=False)
+    finally:
+        if not chosen:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
+
+
+def _share_metric_values(folder: Path) -> None:
+    """The API processes started after this share their values in `folder`, emptied first (prometheus_client's
+    rule: values left by an earlier run would be summed in)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.db"):
+        old.unlink()
+    os.environ[MULTIPROC_DIR] = str(folder)
 
 
 def run_worker(settings: Settings, kind: Literal["jobs", "webhooks"]) -> int:

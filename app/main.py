@@ -15,6 +15,7 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from app.api import errors
 from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks, workers
 from app.api.state import ApiState
+from app.core import metrics
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
 from app.core.replies import ReplyInbox
@@ -45,6 +46,16 @@ REQUEST_ID_MAX = 128
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
+    metrics.forget_dead_processes()
+    try:
+        async with _run(app, settings):
+            yield
+    finally:
+        metrics.leave()
+
+
+@asynccontextmanager
+async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     async with Runtime.opened(settings, role="api") as runtime:
         add_steering(runtime)
         add_background(runtime)

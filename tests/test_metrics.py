@@ -1,6 +1,7 @@
 """Metrics: /metrics after real jobs and deliveries, a worker's METRICS_PORT, the alert rules under promtool, the
 dashboard's queries, and a real Prometheus reading a job counter back."""
 
+import asyncio
 import contextlib
 import json
 import re
@@ -192,6 +193,53 @@ async def test_a_worker_process_serves_its_metrics_on_metrics_port(
         assert value(after, "jobs_completed_total", job_type="echo", status="succeeded") == 1, process.output()
         assert value(after, "group_commit_batch_size_count", batcher="job-finishes") >= 1
         assert process.terminate() == 0, process.output()
+
+
+@pytest.mark.slow
+async def test_two_api_processes_behind_one_port_answer_every_scrape_with_the_sum_of_both(tmp_path: Path) -> None:
+    port = free_port()
+    env = env_without_dotenv(settings_env(metrics_settings(port=port)))
+    client, submits = "metrics-procs-" + uuid.uuid4().hex[:8], 12
+    with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as service:
+        base = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            await wait_for(_answers(http, "/health"), within=30)
+            shared = await wait_for(lambda: asyncio.to_thread(_shared_folder, service.popen.pid), within=30)
+            admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+            key = (await http.post("/api/v1/api-keys", json={"client_id": client}, headers=admin)).json()
+        headers = {"Authorization": f"Bearer {key['api_key']}", "Connection": "close"}
+        for n in range(submits):  # a new connection each: the kernel hands them to either process
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                answer = await http.post(
+                    "/api/v1/jobs", json={"job_type": "echo", "payload": {"n": n}}, headers=headers
+                )
+                assert answer.status_code in (201, 202), answer.text
+        counters = {path.name for path in shared.glob("counter_*.db")}
+        assert len(counters) == 2, (counters, service.output())  # both processes counted submits
+        for _ in range(6):
+            async with httpx.AsyncClient(base_url=base, timeout=10, headers={"Connection": "close"}) as http:
+                samples = parse((await http.get("/metrics")).text)
+            assert value(samples, "jobs_submitted_total", client_id=client) == submits, service.output()
+
+        async def both_processes_report_gauges() -> bool:
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                samples = parse((await http.get("/metrics")).text)
+            return len({dict(s)["pid"] for n, s in samples if n == "outbox_backlog"}) == 2
+
+        assert await wait_for(both_processes_report_gauges, within=30), service.output()
+        assert service.terminate() == 0, service.output()
+    assert not shared.exists()  # the folder the parent made goes with it
+
+
+def _shared_folder(parent: int) -> Path | None:
+    """The folder in which the API processes under `parent` share their metric values, once two of them run."""
+    folders = []
+    for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+        environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+        folders += [
+            line.split(b"=", 1)[1].decode() for line in environ if line.startswith(b"PROMETHEUS_MULTIPROC_DIR=")
+        ]
+    return Path(folders[0]) if len(folders) >= 2 and len(set(folders)) == 1 else None
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,14 +3,23 @@
 The metrics live in prometheus_client's process-wide registry, as the library intends: defining one opens no
 connection, and each process serves its own values (`GET /metrics`, or `METRICS_PORT` for a worker alone).
 Label children are resolved once and cached, so moving a metric on the hot path is a dict lookup and an add.
+
+Several API processes behind one port (`python -m app api --processes N`) answer a scrape from whichever
+process accepts it, so they share their values through prometheus_client's multiprocess mode (files in
+`PROMETHEUS_MULTIPROC_DIR`, which `python -m app api` sets before it starts them): counters and histograms are summed
+over every process that ever ran; each gauge keeps one sample per live process (a `pid` label), which the
+dashboards and alerts aggregate as they aggregate the instances of several worker processes.
 """
 
+import os
+import re
 from collections import Counter as Tally
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from pathlib import Path
+from typing import Final, Generic, TypeVar
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, multiprocess, start_http_server
 
 from app.core.statuses import JobStatus
 
@@ -25,24 +34,42 @@ JOBS_COMPLETED = Counter("jobs_completed", "Jobs that reached a final status.", 
 JOB_DURATION = Histogram("job_duration_seconds", "The handler's run time.", ["job_type"], buckets=DURATION_BUCKETS)
 JOB_RETRIES = Counter("job_retries", "Failed runs that were scheduled to run again.", ["job_type"])
 JOBS_DEAD_LETTERED = Counter("jobs_dead_lettered", "Jobs moved to the dead-letter queue.", ["job_type"])
+LIVE: Final = "liveall"  # several API processes: one sample per live process, labelled by its pid
 CIRCUIT_BREAKER_STATE = Gauge(
-    "circuit_breaker_state", "A job type's circuit: 0 closed, 1 open, 2 half-open.", ["task_type"]
+    "circuit_breaker_state",
+    "A job type's circuit: 0 closed, 1 open, 2 half-open.",
+    ["task_type"],
+    multiprocess_mode=LIVE,
 )
 RATE_LIMIT_REJECTED = Counter("rate_limit_rejected", "Submits refused with 429 (one per request).", ["client_id"])
 WORKER_HEARTBEAT = Gauge(
-    "worker_heartbeat_timestamp", "When a running worker of this process was last seen alive (Unix s).", ["worker_id"]
+    "worker_heartbeat_timestamp",
+    "When a running worker of this process was last seen alive (Unix s).",
+    ["worker_id"],
+    multiprocess_mode=LIVE,
 )
 
 # --- the project's own
-QUEUE_MESSAGES = Gauge("queue_messages", "Messages in a queue: ready (broker) or unacked (here).", ["queue", "state"])
-QUEUE_CONSUMERS = Gauge("queue_consumers", "Consumers of a queue, as the broker counts them.", ["queue"])
-OUTBOX_BACKLOG = Gauge("outbox_backlog", "Outbox rows not yet published and confirmed.")
-OUTBOX_OLDEST_AGE = Gauge("outbox_oldest_age_seconds", "Age of the oldest outbox row (0 when there is none).")
+QUEUE_MESSAGES = Gauge(
+    "queue_messages",
+    "Messages in a queue: ready (broker) or unacked (here).",
+    ["queue", "state"],
+    multiprocess_mode=LIVE,
+)
+QUEUE_CONSUMERS = Gauge(
+    "queue_consumers", "Consumers of a queue, as the broker counts them.", ["queue"], multiprocess_mode=LIVE
+)
+OUTBOX_BACKLOG = Gauge("outbox_backlog", "Outbox rows not yet published and confirmed.", multiprocess_mode=LIVE)
+OUTBOX_OLDEST_AGE = Gauge(
+    "outbox_oldest_age_seconds", "Age of the oldest outbox row (0 when there is none).", multiprocess_mode=LIVE
+)
 WEBHOOK_DELIVERIES = Counter("webhook_deliveries", "Webhook attempts by what came of them.", ["outcome"])
 WEBHOOK_DURATION = Histogram(
     "webhook_delivery_duration_seconds", "One webhook attempt, request to response.", buckets=DURATION_BUCKETS
 )
-WEBHOOK_CIRCUITS_OPEN = Gauge("webhook_circuits_open", "Webhook endpoints whose circuit is open or half-open.")
+WEBHOOK_CIRCUITS_OPEN = Gauge(
+    "webhook_circuits_open", "Webhook endpoints whose circuit is open or half-open.", multiprocess_mode=LIVE
+)
 GROUP_COMMIT_BATCH = Histogram(
     "group_commit_batch_size", "Items in one group-commit flush.", ["batcher"], buckets=BATCH_BUCKETS
 )
@@ -110,3 +137,40 @@ def stop_serving(server: WSGIServer | None) -> None:
     if server is not None:
         server.shutdown()
         server.server_close()
+
+
+# --- several API processes sharing their values (see the module's docstring)
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+_LIVE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")
+
+
+def shared_values_dir() -> Path | None:
+    """Where the processes of this API share their values, when they do."""
+    folder = os.environ.get(MULTIPROC_DIR)
+    return Path(folder) if folder else None
+
+
+def forget_dead_processes() -> None:
+    """Drop the gauge samples of processes that are gone (killed before they could say so themselves)."""
+    folder = shared_values_dir()
+    if folder is None:
+        return
+    for path in folder.iterdir():
+        if (match := _LIVE_FILE.match(path.name)) and not _alive(int(match.group(1))):
+            multiprocess.mark_process_dead(int(match.group(1)), str(folder))  # type: ignore[no-untyped-call]
+
+
+def leave() -> None:
+    """This process stops: its gauge samples go; its counts stay in the sums."""
+    if (folder := shared_values_dir()) is not None:
+        multiprocess.mark_process_dead(os.getpid(), str(folder))  # type: ignore[no-untyped-call]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
