@@ -57,19 +57,35 @@ async def end_to_end(h: Harness, sizes: Sizes) -> list[Row]:
 
 
 async def _drain(h: Harness, jobs: int, consumers: int) -> Drained:
+    profiled = consumers == DRAIN_TARGET_CONSUMERS
+    ours, per_job = await drain_once(h, jobs, consumers, profiled=profiled)
+    names = h.env.settings_topology().names
+    noop = await _baseline(h, jobs, consumers, ["--mode", "noop"])
+    pool = 2 * h.env.settings().db_pool_size  # the service's engine: pool size + as many again as overflow
+    by_hand = ["--mode", "asyncpg", "--dsn", h.env.dsn, "--pool-size", str(pool)]
+    asyncpg = await _baseline(h, jobs, consumers, [*by_hand, "--events-exchange", names.events_exchange])
+    if await h.db.succeeded() != jobs:
+        raise RuntimeError("baseline (b) did not leave every job succeeded")
+    return Drained(consumers, ours, per_job, noop, asyncpg)
+
+
+async def drain_once(
+    h: Harness, jobs: int, consumers: int, module: str = "app", profiled: bool = False, label: str = ""
+) -> tuple[float, float | None]:
+    """One job worker (started with `module`) draining `jobs` pre-loaded echo jobs with `consumers` consumers:
+    its jobs/s and its CPU per job in ms (None when it ran nearly all of them before it was metered)."""
     names = h.env.settings_topology().names
     budget = drain_budget(jobs)
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs)
-    worker = await h.start_job_worker(consumers, name=f"job-worker-c{consumers}")
+    name = f"job-worker-c{consumers}{label}"
+    worker = await h.start_job_worker(consumers, name=name, module=module)
     profile: contextlib.AbstractAsyncContextManager[Any] = (
-        h.profiled(f"drain-worker-c{consumers}", worker)
-        if consumers == DRAIN_TARGET_CONSUMERS
-        else contextlib.nullcontext()
+        h.profiled(f"drain-worker-c{consumers}", worker) if profiled else contextlib.nullcontext()
     )
     before, cpu_before = await h.db.succeeded(), tree_cpu_seconds(worker.pid)
-    async with profile, h.metered(f"the drain with C = {consumers}", {"job worker": worker}):
-        await h.wait_succeeded(jobs, budget, f"drain of {jobs} jobs with C={consumers}")
+    async with profile, h.metered(f"the drain with C = {consumers}{label}", {"job worker": worker}):
+        await h.wait_succeeded(jobs, budget, f"drain of {jobs} jobs with C={consumers}{label}")
         cpu = tree_cpu_seconds(worker.pid) - cpu_before
     await worker.stop()
     first, last, done = await h.db.drain_window()
@@ -79,16 +95,10 @@ async def _drain(h: Harness, jobs: int, consumers: int) -> Drained:
     counted = done - before
     per_job = cpu * 1000 / counted if counted >= max(1, jobs // 10) else None
     h.notes.append(
-        f"job worker CPU per job in the drain with C = {consumers}: {num(per_job, 2)} ms "
+        f"job worker CPU per job in the drain with C = {consumers}{label}: {num(per_job, 2)} ms "
         f"(over the last {counted} of {done} jobs)."
     )
-    noop = await _baseline(h, jobs, consumers, ["--mode", "noop"])
-    pool = 2 * h.env.settings().db_pool_size  # the service's engine: pool size + as many again as overflow
-    by_hand = ["--mode", "asyncpg", "--dsn", h.env.dsn, "--pool-size", str(pool)]
-    asyncpg = await _baseline(h, jobs, consumers, [*by_hand, "--events-exchange", names.events_exchange])
-    if await h.db.succeeded() != jobs:
-        raise RuntimeError("baseline (b) did not leave every job succeeded")
-    return Drained(consumers, ours, per_job, noop, asyncpg)
+    return ours, per_job
 
 
 async def _baseline(h: Harness, jobs: int, consumers: int, mode: list[str]) -> float:

@@ -63,11 +63,11 @@ class Harness:
         self.scenario_settings.setdefault(scenario, {}).update(shown)
 
     # -- processes ----------------------------------------------------------------------------------------
-    async def start_api(self, name: str = "api", processes: int = 1, **overrides: Any) -> Server:
-        """`python -m app api`, as `processes` processes behind one port."""
+    async def start_api(self, name: str = "api", processes: int = 1, module: str = "app", **overrides: Any) -> Server:
+        """`python -m app api`, as `processes` processes behind one port (`module`: a bench launcher of it)."""
         port = free_port()
         args = ["api", "--processes", str(processes)] if processes > 1 else ["api"]
-        proc = self.procs.app(name, args, self.env.process_env(port=port, **overrides))
+        proc = self.procs.app(name, args, self.env.process_env(port=port, **overrides), module)
         await wait_http_ready(proc, f"http://127.0.0.1:{port}/ready")
         return Server(proc, port)
 
@@ -77,10 +77,12 @@ class Harness:
         await wait_http_ready(proc, f"http://127.0.0.1:{port}/health")
         return Server(proc, port)
 
-    async def start_job_worker(self, consumers: int, name: str = "job-worker", **overrides: Any) -> Proc:
+    async def start_job_worker(
+        self, consumers: int, name: str = "job-worker", module: str = "app", **overrides: Any
+    ) -> Proc:
         """One `python -m app worker jobs` consuming only the default lane, with `consumers` consumers."""
         lanes = {"job_consumers_default": consumers, "job_consumers_critical": 0, "job_consumers_bulk": 0}
-        proc = self.procs.app(name, ["worker", "jobs"], self.env.process_env(**lanes, **overrides))
+        proc = self.procs.app(name, ["worker", "jobs"], self.env.process_env(**lanes, **overrides), module)
         names = self.env.settings_topology().names
         await self.wait_consumers(proc, {names.lane_queue(Lane.DEFAULT): consumers})
         return proc

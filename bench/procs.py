@@ -223,9 +223,9 @@ class Procs:
         self.started.append(proc)
         return proc
 
-    def app(self, name: str, command: list[str], env: dict[str, str]) -> Proc:
-        """`python -m app <command>`: the service, as an operator starts it."""
-        return self.start(name, ["-m", "app", *command], env)
+    def app(self, name: str, command: list[str], env: dict[str, str], module: str = "app") -> Proc:
+        """`python -m app <command>`: the service, as an operator starts it (`module`: a bench launcher of it)."""
+        return self.start(name, ["-m", module, *command], env)
 
     async def run_tool(
         self, name: str, args: list[str], env: dict[str, str], within: float, python: str = sys.executable
