@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast lint format migrate bench install install-dev clean
+.PHONY: run test test-fast lint format migrate bench chaos install install-dev clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ migrate: $(STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench
+
+## The service under many faults at once, on services of its own; writes docs/reliability-run.md.
+chaos: $(DEV_STAMP)
+	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) var/*.db*

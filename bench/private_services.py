@@ -1,0 +1,221 @@
+"""PostgreSQL, Redis and a RabbitMQ node of the run's own, on free loopback ports, in a folder of their own, so
+that a fault run can stop and restart each without touching the services the rest of the machine uses.
+
+Each is started from the machine's own packages (Debian's postgresql, redis-server and rabbitmq-server) and
+stopped and removed on the way out, whatever happened.
+"""
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_WITHIN = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _until(check: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not happen within {within:.0f} s")
+        time.sleep(0.2)
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run its commands as the postgres user."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+@dataclass
+class PrivatePostgres:
+    folder: Path
+    port: int = field(default_factory=free_port)
+
+    def __post_init__(self) -> None:
+        versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+        if not versions:
+            raise RuntimeError("PostgreSQL's server programs are missing: apt-get install postgresql")
+        self.bin = versions[-1]
+        self.data = self.folder / "pg"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            _as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), *args]),
+            check=True,
+            capture_output=True,
+            timeout=START_WITHIN,
+        )
+
+    def create(self) -> None:
+        self.data.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.data, "postgres", "postgres")
+        initdb = [str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync"]
+        subprocess.run(_as_postgres(initdb), check=True, capture_output=True, timeout=START_WITHIN)
+        self.start()
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off"
+        self._ctl("-o", options, "-l", str(self.data / "server.log"), "-w", "start")
+
+    def crash_and_start(self) -> None:
+        """Stop at once, as a crash would (recovery replays the log at the next start), then start."""
+        self._ctl("-m", "immediate", "-w", "stop")
+        self.start()
+
+    def stop(self) -> None:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            self._ctl("-m", "fast", "-w", "stop")
+
+
+@dataclass
+class PrivateRedis:
+    folder: Path
+    port: int = field(default_factory=free_port)
+    process: "subprocess.Popen[bytes] | None" = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = (self.folder / "redis.log").open("ab")
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.folder)
+        _until(self._answers, START_WITHIN, f"Redis on port {self.port} answering")
+
+    def _answers(self) -> bool:
+        ping = subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True, timeout=5)
+        return ping.stdout.strip() == b"PONG"
+
+    def restart(self) -> None:
+        """Stop (what it held is gone: it keeps nothing on disk, as the machine's Redis) and start again."""
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(30)
+
+
+@dataclass
+class PrivateRabbit:
+    folder: Path
+    port: int = field(default_factory=free_port)
+    process: "subprocess.Popen[bytes] | None" = None
+
+    def __post_init__(self) -> None:
+        self.node = f"taskq-chaos-{uuid.uuid4().hex[:8]}@localhost"
+        self.home = self.folder / "rabbitmq"
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
+
+    def _env(self) -> dict[str, str]:
+        env_file, plugins = self.home / "rabbitmq-env.conf", self.home / "enabled_plugins"
+        return {
+            **os.environ,
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(free_port()),
+            "RABBITMQ_MNESIA_BASE": str(self.home / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self.home / "log"),
+            "RABBITMQ_PID_FILE": str(self.home / "node.pid"),
+            "RABBITMQ_CONF_ENV_FILE": str(env_file),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins),
+            "RABBITMQ_CONFIG_FILE": str(self.home / "rabbitmq"),
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+        }
+
+    def ctl(self, *args: str) -> None:
+        done = subprocess.run(["rabbitmqctl", "-n", self.node, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+
+    def _pings(self) -> bool:
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(f"the RabbitMQ node exited; see {self.folder / 'rabbitmq.log'}")
+        ping = ["rabbitmq-diagnostics", "-q", "-n", self.node, "ping"]
+        try:
+            return subprocess.run(ping, capture_output=True, timeout=60).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def _await(self) -> None:
+        _until(self._pings, START_WITHIN, f"the RabbitMQ node {self.node} answering")
+        self.ctl("await_startup", "--timeout", str(int(START_WITHIN)))
+
+    def start(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "rabbitmq-env.conf").write_text("")
+        (self.home / "enabled_plugins").write_text("[].\n")
+        (self.home / "rabbitmq.conf").write_text("loopback_users.guest = true\n")
+        if os.geteuid() == 0:  # Debian's rabbitmq-server runs the node as the rabbitmq user
+            for path in (self.home, *self.home.iterdir()):
+                shutil.chown(path, "rabbitmq", "rabbitmq")
+        log = (self.folder / "rabbitmq.log").open("ab")
+        self.process = subprocess.Popen(["rabbitmq-server"], env=self._env(), stdout=log, stderr=log)
+        self._await()
+
+    def stop_app(self) -> None:
+        self.ctl("stop_app")
+
+    def start_app(self) -> None:
+        self.ctl("start_app")
+        self._await()
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            self.ctl("stop")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(30)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@dataclass
+class PrivateServices:
+    postgres: PrivatePostgres
+    redis: PrivateRedis
+    rabbit: PrivateRabbit
+
+
+@contextlib.contextmanager
+def private_services(folder: Path) -> Iterator[PrivateServices]:
+    """All three, started in `folder` (made readable for the postgres user) and always stopped and removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    services = PrivateServices(PrivatePostgres(folder), PrivateRedis(folder), PrivateRabbit(folder))
+    try:
+        services.postgres.create()
+        services.redis.start()
+        services.rabbit.start()
+        yield services
+    finally:
+        services.rabbit.stop()
+        services.redis.stop()
+        services.postgres.stop()
