@@ -13,6 +13,7 @@ from prometheus_fastapi_instrumentator import Instrumentator
 from prometheus_fastapi_instrumentator import metrics as http_metrics
 
 from app.api import errors
+from app.api.body_deadline import BodyDeadline
 from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks, workers
 from app.api.state import ApiState
 from app.core import metrics
@@ -130,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         header_name="X-Request-ID",
         validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
     )
+    app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
     _instrument(app)
     for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs, workers):

@@ -81,7 +81,7 @@ async def _api_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    code = {404: "not_found", 405: "method_not_allowed", 408: "body_timeout"}.get(exc.status_code, "http_error")
     return JSONResponse(_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
 
 

@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     breaker_cooldown_seconds: float = Field(default=30, gt=0)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    request_body_timeout_seconds: float = Field(default=30, gt=0)
     webhook_allow_private_networks: bool = False
     embedded_workers: bool = False
     # Live status streams (SSE): the events one subscriber may fall behind by before it is disconnected, and
