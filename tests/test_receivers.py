@@ -71,7 +71,7 @@ async def _forged_delivery(url: str) -> int:
 
 
 async def _printed(out: Path, word: str) -> str | None:
-    text = out.read_text()
+    text = await asyncio.to_thread(out.read_text)
     return text if word in text else None
 
 
