@@ -1,5 +1,7 @@
-"""The whole service as a user runs it: `python -m app api` with its workers embedded, on a free loopback port."""
+"""The service as a user runs it (`python -m app api`, workers embedded, on a free loopback port), and the example
+receivers as a user starts them."""
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -46,3 +48,34 @@ async def live_service(log: Path, **overrides: Any) -> AsyncIterator[Service]:
             redis = Redis.from_url(REDIS_URL)
             await redis.delete(Names(settings.namespace).worker_desired_key)
             await redis.aclose()
+
+
+@contextlib.asynccontextmanager
+async def running_example(command: list[str], port: int, out: Path, **env: str) -> AsyncIterator[None]:
+    """A receiver from examples/ on `port`, printing into `out`; listening when the block starts."""
+    env = {"PORT": str(port), "PATH": "/usr/bin:/bin", "NODE_PATH": str(NODE_MODULES), **env}
+    with out.open("wb") as sink:
+        process = await asyncio.create_subprocess_exec(*command, env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT)
+    try:
+        await wait_for(lambda: _listening(port, process), within=20)
+        yield
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def printed(out: Path, word: str) -> str | None:
+    """What a receiver printed, once it has printed `word`."""
+    text = await asyncio.to_thread(out.read_text)
+    return text if word in text else None
+
+
+async def _listening(port: int, process: asyncio.subprocess.Process) -> bool:
+    assert process.returncode is None, "the receiver exited"
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True

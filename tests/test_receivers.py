@@ -1,12 +1,9 @@
 """The receivers in examples/, one in Python and one in Node, each on the Standard Webhooks library of its own
 ecosystem, verify our real deliveries unchanged, and refuse one signed with another secret."""
 
-import asyncio
-import contextlib
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -15,29 +12,13 @@ import pytest
 from app.core.signing import new_secret, signed_headers
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
-from tests.live_service import NODE_MODULES
+from tests.live_service import printed, running_example
 from tests.support import ROOT, Api, free_port, wait_for
 
 RECEIVERS = {
     "python": [sys.executable, str(ROOT / "examples" / "receiver.py")],
     "node": ["node", str(ROOT / "examples" / "receiver.js")],
 }
-
-
-@contextlib.asynccontextmanager
-async def running(kind: str, secret: str, port: int, out: Path) -> AsyncIterator[None]:
-    """The receiver as its header says to start it, printing into `out`; listening when the block starts."""
-    env = {"WEBHOOK_SECRET": secret, "PORT": str(port), "PATH": "/usr/bin:/bin", "NODE_PATH": str(NODE_MODULES)}
-    with out.open("wb") as sink:
-        process = await asyncio.create_subprocess_exec(
-            *RECEIVERS[kind], env=env, stdout=sink, stderr=asyncio.subprocess.STDOUT
-        )
-    try:
-        await wait_for(lambda: _listening(port, process), within=20)
-        yield
-    finally:
-        process.kill()
-        await process.wait()
 
 
 @pytest.mark.parametrize("kind", sorted(RECEIVERS))
@@ -49,11 +30,11 @@ async def test_the_example_receiver_verifies_a_real_delivery(
     url = f"http://127.0.0.1:{port}/hook"
     endpoint = (await api.client.post("/api/v1/webhooks", json={"url": url}, headers=headers)).json()
     out = tmp_path / "receiver.out"
-    async with running(kind, endpoint["secret"], port, out):
+    async with running_example(RECEIVERS[kind], port, out, WEBHOOK_SECRET=endpoint["secret"]):
         job = (await api.submit(headers)).json()
-        text = await wait_for(lambda: _printed(out, "job.succeeded"), within=20)
+        text = await wait_for(lambda: printed(out, "job.succeeded"), within=20)
         forged = await _forged_delivery(url)
-        rejected = await wait_for(lambda: _printed(out, "REJECTED"), within=10)
+        rejected = await wait_for(lambda: printed(out, "REJECTED"), within=10)
     line = next(line for line in text.splitlines() if "job.succeeded" in line)
     logs = await wait_for(lambda: _settled(api, headers, job["id"]), within=20)
     assert line == f"verified {logs[0]['id']} job.succeeded"
@@ -70,23 +51,7 @@ async def _forged_delivery(url: str) -> int:
         return (await client.post(url, content=body, headers=forged)).status_code
 
 
-async def _printed(out: Path, word: str) -> str | None:
-    text = await asyncio.to_thread(out.read_text)
-    return text if word in text else None
-
-
 async def _settled(api: Api, headers: dict[str, str], job_id: str) -> list[dict[str, str]] | None:
     # The receiver prints before the worker has recorded its answer: wait for the delivery to settle.
     logs: list[dict[str, str]] = (await api.client.get(f"/api/v1/jobs/{job_id}/logs", headers=headers)).json()
     return logs if logs and all(d["status"] != "pending" for d in logs) else None
-
-
-async def _listening(port: int, process: asyncio.subprocess.Process) -> bool:
-    assert process.returncode is None, "the receiver exited"
-    try:
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError:
-        return False
-    writer.close()
-    await writer.wait_closed()
-    return True
