@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,12 @@ async def test_newman_runs_the_whole_collection_against_a_live_service_and_every
     hook_events = [line[3] for line in lines if line[1] == "/hook"]
     assert hook_events.count("webhook.test") == 2  # sent, then redelivered
     assert "job.succeeded" in hook_events
+
+
+def test_the_node_tools_are_pinned_and_the_lock_names_no_download_address() -> None:
+    package = json.loads((ROOT / "tests" / "package.json").read_text())
+    lock = json.loads((ROOT / "tests" / "package-lock.json").read_text())
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", version) for version in package["dependencies"].values())
+    assert lock["packages"][""]["dependencies"] == package["dependencies"]
+    entries = [entry for name, entry in lock["packages"].items() if name]
+    assert len(entries) > 100 and all("integrity" in entry and "resolved" not in entry for entry in entries)
