@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# newman (the Postman collection's runner) and the Node webhook receiver's verifier, pinned in tests/package-lock.json.
+NODE_STAMP := tests/node_modules/.installed
 
 .PHONY: run test test-fast lint format migrate bench chaos install install-dev clean
 
@@ -19,19 +21,23 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP) $@
 
+$(NODE_STAMP): tests/package.json tests/package-lock.json
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error
+	touch $@
+
 install: $(STAMP)
-install-dev: $(DEV_STAMP)
+install-dev: $(DEV_STAMP) $(NODE_STAMP)
 
 ## Start the API with embedded workers on SQLite, against local RabbitMQ and Redis.
 run: $(STAMP)
 	$(PY) -m app dev
 
 ## Every test, against the local PostgreSQL, Redis and RabbitMQ.
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) $(NODE_STAMP)
 	$(PY) -m pytest
 
 ## The quick subset: no crash, restart or soak tests.
-test-fast: $(DEV_STAMP)
+test-fast: $(DEV_STAMP) $(NODE_STAMP)
 	$(PY) -m pytest -m "not slow"
 
 lint: $(DEV_STAMP)

@@ -43,13 +43,20 @@ def test_collection_is_postman_v21_with_its_variables() -> None:
     assert collection["info"]["schema"] == SCHEMA_V21
     assert set(variables) == {
         "base_url",
-        "api_key",
         "admin_key",
-        "job_id",
-        "api_key_id",
-        "webhook_id",
-        "delivery_id",
+        "receiver_url",
         "worker_name",
+        "api_key",
+        "api_key_id",
+        "client_id",
+        "run_id",
+        "run_started_at",
+        "job_id",
+        "webhook_id",
+        "webhook_secret",
+        "delivery_id",
+        "rate_limit",
+        "polls",
     }
     assert variables["base_url"] == "http://127.0.0.1:8000"
     assert collection["auth"]["bearer"] == [{"key": "token", "value": "{{api_key}}", "type": "string"}]
@@ -58,17 +65,40 @@ def test_collection_is_postman_v21_with_its_variables() -> None:
 def test_collection_covers_exactly_the_endpoints() -> None:
     items = list(requests(load_collection()["item"]))
     assert {endpoint(item["request"]) for item in items} == api_endpoints()
-    assert [endpoint(item["request"]) for item in items].count(("POST", "/api/v1/jobs")) == 5  # one per example
 
 
-def test_create_job_saves_the_job_id() -> None:
+def script(item: dict[str, Any], listen: str = "test") -> str:
+    return "\n".join(
+        line for event in item.get("event", []) if event["listen"] == listen for line in event["script"]["exec"]
+    )
+
+
+def test_every_request_asserts_its_status_and_the_request_id() -> None:
+    for item in requests(load_collection()["item"]):
+        assert "pm.response.to.have.status(" in script(item), item["name"]
+        assert 'pm.response.to.have.header("X-Request-ID")' in script(item), item["name"]
+
+
+def test_every_created_job_is_saved_for_the_requests_that_follow() -> None:
     items = list(requests(load_collection()["item"]))
     creates = [item for item in items if endpoint(item["request"]) == ("POST", "/api/v1/jobs")]
+    assert len(creates) == 10
     for item in creates:
-        script = "\n".join(line for event in item["event"] for line in event["script"]["exec"])
-        assert 'pm.collectionVariables.set("job_id", job.id)' in script
-    headers = [h for item in creates for h in item["request"]["header"] if h["key"] == "Idempotency-Key"]
-    assert headers == [{"key": "Idempotency-Key", "value": "order-123", "type": "text"}]
+        saves = 'pm.collectionVariables.set("job_id", ' in script(item)
+        assert saves == ("have.status(201)" in script(item)), item["name"]
+    keys = {h["value"] for item in creates for h in item["request"]["header"] if h["key"] == "Idempotency-Key"}
+    assert keys == {"{{run_id}}-order-123"}
+
+
+def test_every_next_request_names_a_request_and_every_poll_is_bounded() -> None:
+    items = list(requests(load_collection()["item"]))
+    names = [item["name"] for item in items]
+    assert len(names) == len(set(names))
+    for item in items:
+        for target in re.findall(r'setNextRequest\("([^"]+)"\)', script(item)):
+            assert target in names, item["name"]
+        if "setNextRequest(pm.info.requestName)" in script(item):
+            assert "polls < 50" in script(item), item["name"]
 
 
 def test_structured_urls_agree_with_raw() -> None:
