@@ -58,6 +58,10 @@ class Db:
             )
         )
 
+    async def saved_of(self, ids: list[str]) -> int:
+        """How many of `ids` the database holds."""
+        return int(await self.pool.fetchval("SELECT count(*) FROM jobs WHERE id = ANY($1::text[])", ids))
+
     async def soak_check(self, ids: list[str]) -> dict[str, int]:
         """Lost: accepted but not succeeded (or missing). Duplicated: ran more than once, or more than one
         `succeeded` audit row. Extra: rows nobody was told about (a submit whose answer never arrived)."""

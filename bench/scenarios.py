@@ -1,4 +1,4 @@
-"""The six scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The seven scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -13,6 +13,8 @@ it started and returns table rows.
   alone and then beside the same client's endpoint that answers after 10 s, through one webhook worker.
 - metrics_cost (bench/metrics_cost.py): the drain and the ingest with the metrics as shipped and with every
   metric update a no-op, taking turns; what moving the metrics costs the hot paths.
+- overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
+  answered, its latency, and whether every accepted job was saved.
 - soak (bench/soak.py): many echo jobs through API and worker; resident memory at start, at the checkpoint
   and at the end; lost and duplicated jobs.
 """
@@ -23,6 +25,7 @@ from bench.end_to_end import end_to_end
 from bench.harness import Harness
 from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
+from bench.overload import overload
 from bench.report import Row
 from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
@@ -38,5 +41,6 @@ SCENARIOS: dict[str, Scenario] = {
     "webhooks": webhooks,
     "slow_endpoint": slow_endpoint,
     "metrics_cost": metrics_cost,
+    "overload": overload,
     "soak": soak,
 }

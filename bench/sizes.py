@@ -18,6 +18,7 @@ class Sizes:
     hook_latency_jobs: int
     slow_rate: float  # jobs/s in each phase of the slow-endpoint scenario
     slow_jobs: int  # jobs per phase: with the fast endpoint alone, then beside the slow one
+    overload_seconds: float  # how long the overload scenario's clients keep sending
     soak_jobs: int
     soak_checkpoint: int
 
@@ -39,6 +40,7 @@ FULL = Sizes(
     hook_latency_jobs=2000,
     slow_rate=50,
     slow_jobs=1000,
+    overload_seconds=60,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
 )
@@ -56,6 +58,7 @@ QUICK = Sizes(
     hook_latency_jobs=100,
     slow_rate=50,
     slow_jobs=250,
+    overload_seconds=5,
     soak_jobs=1000,
     soak_checkpoint=200,
 )
