@@ -1,4 +1,4 @@
-"""Command line: `python -m app api | migrate | dev | worker jobs`."""
+"""Command line: `python -m app api | migrate | dev | worker jobs | settings-doc`."""
 
 import argparse
 import asyncio
@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     api = commands.add_parser("api", help="serve the HTTP API (workers embedded when EMBEDDED_WORKERS=true)")
     commands.add_parser("migrate", help="bring the database schema up to date (alembic upgrade head)")
     commands.add_parser("dev", help="what `make run` does: check services, create dev keys, migrate, serve")
+    docs = commands.add_parser("settings-doc", help="write .env.example and docs/settings.md from the settings")
+    docs.add_argument("--check", action="store_true", help="only say whether they are up to date (exit 1 if not)")
     worker = commands.add_parser("worker", help="run a worker process")
     worker.add_argument("kind", choices=["jobs", "webhooks"])
     for command, what in ((api, "the API"), (worker, "the worker")):
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
             help=f"run N copies of {what} (default 1), say one per core",
         )
     args = parser.parse_args(argv)
+    if args.command == "settings-doc":
+        return settings_doc(args.check)
     try:
         settings = get_settings()
     except ValueError as exc:
@@ -64,6 +68,16 @@ def _process_count_problem(settings: Settings, processes: int) -> str | None:
     if processes > 1 and settings.database_url.startswith("sqlite"):
         return "SQLite serves one process; use PostgreSQL or MSSQL (DATABASE_URL) for --processes."
     return None
+
+
+def settings_doc(check: bool) -> int:
+    from app.core import settings_doc
+
+    changed = settings_doc.stale() if check else settings_doc.write()
+    for path in changed:
+        verb = "is out of date; run `python -m app settings-doc`" if check else "written"
+        print(f"{path.relative_to(settings_doc.ROOT)} {verb}", file=sys.stderr if check else sys.stdout)
+    return 1 if check and changed else 0
 
 
 def migrate(settings: Settings) -> int:

@@ -22,12 +22,6 @@ def base_env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
 
 
-def test_every_setting_is_documented_in_env_example() -> None:
-    documented = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text().splitlines() if "=" in line}
-    missing = [name.upper() for name in Settings.model_fields if name.upper() not in documented]
-    assert missing == []
-
-
 IMPORT_ALL = """
 import sys
 import app.main, app.workers.job_worker, app.__main__
