@@ -58,7 +58,10 @@ def _clean(error: Any, prefix: Loc) -> dict[str, Any]:
     if not loc and error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
         loc = ["job_type"]  # the request's own discriminator, not one inside the payload
     elif loc and loc[0] in JOB_TYPES:
-        loc = loc[1:]  # a discriminated union puts the job type first; the client's path does not have it
+        # A discriminated union puts the job type first, and a union payload its own tag after `payload`;
+        # the client's path has neither.
+        tags = JOB_TYPES[loc[0]].union_tags
+        loc = loc[1:2] + loc[3:] if loc[1:2] == ["payload"] and len(loc) > 2 and loc[2] in tags else loc[1:]
     cleaned = {"type": error.get("type"), "loc": [*prefix, *loc], "msg": error.get("msg")}
     if error.get("ctx"):
         cleaned["ctx"] = {key: str(value) for key, value in error["ctx"].items()}

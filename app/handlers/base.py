@@ -66,3 +66,6 @@ class JobType:
     payload_model: type[BaseModel]
     handler: Handler
     description: str
+    # The tags of a union payload model, which pydantic puts in an error's path after `payload`; clients' paths
+    # do not have them.
+    union_tags: frozenset[str] = frozenset()

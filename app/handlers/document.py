@@ -1,28 +1,21 @@
-"""`document`: lays out a titled document of headings, paragraphs, bullet lists and tables as a PDF."""
+"""`document`: a PDF, either laid out from a title and blocks (headings, paragraphs, bullet lists, tables) or
+from a named template (invoice, report, letter) filled from `data`."""
 
 import hashlib
-import re
 from io import BytesIO
 from typing import Annotated, Any, Literal
-from xml.sax.saxutils import escape
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from reportlab.lib import colors
-from reportlab.lib.pagesizes import A4, letter
-from reportlab.lib.styles import ParagraphStyle, StyleSheet1, getSampleStyleSheet
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag, model_validator
 from reportlab.lib.units import mm
-from reportlab.pdfgen.canvas import Canvas
-from reportlab.platypus import Flowable, ListFlowable, Paragraph, SimpleDocTemplate, Spacer, Table
-from reportlab.platypus.doctemplate import LayoutError
+from reportlab.platypus import Flowable, ListFlowable, Spacer
 
 from app.handlers.base import JobContext, JobType
-from app.handlers.errors import PermanentError
+from app.handlers.document_templates import InvoiceDocument, LetterDocument, ReportDocument, template_story
+from app.handlers.pdf_layout import PageSize, build, page_template, para, table
 
-PAGE_SIZES = {"A4": A4, "letter": letter}
-MARGIN = 20 * mm
 MAX_COLUMNS = 12  # narrower columns than this on a portrait page wrap a word or two per line
-# C0 controls other than tab and newline: the standard fonts have no glyph for them and draw boxes.
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+TEMPLATES = ("invoice", "report", "letter")
+EXPLICIT = "content"  # the union's tag for a document given as title + content
 
 
 class TextBlock(BaseModel):
@@ -63,83 +56,69 @@ class TableBlock(BaseModel):
 Block = Annotated[TextBlock | BulletsBlock | TableBlock, Field(discriminator="type")]
 
 
-class DocumentPayload(BaseModel):
+class ContentDocument(BaseModel):
+    """A document laid out from its title and blocks, as many pages as they take."""
+
     model_config = ConfigDict(extra="forbid")
 
     title: str = Field(min_length=1, max_length=200)
     content: list[Block] = Field(min_length=1, max_length=500)
     author: str | None = Field(default=None, max_length=200)
-    page_size: Literal["A4", "letter"] = "A4"
+    page_size: PageSize = "A4"
+
+    def story(self, width: float) -> list[Flowable]:
+        story: list[Flowable] = [para(self.title, "Title")]
+        for block in self.content:
+            story += [_flowable(block, width), Spacer(1, 3 * mm)]
+        return story
+
+
+def _kind(value: Any) -> str | None:
+    # A payload with `template` names its layout; one without is the title + content form.
+    if isinstance(value, dict):
+        template = value.get("template", EXPLICIT)
+        return template if isinstance(template, str) else None
+    return getattr(value, "template", EXPLICIT)
+
+
+AnyDocument = Annotated[
+    Annotated[ContentDocument, Tag(EXPLICIT)]
+    | Annotated[InvoiceDocument, Tag("invoice")]
+    | Annotated[ReportDocument, Tag("report")]
+    | Annotated[LetterDocument, Tag("letter")],
+    Discriminator(
+        _kind,
+        custom_error_type="unknown_template",
+        custom_error_message="`template` must be invoice, report or letter; or leave it out and give title and content",
+    ),
+]
+
+
+class DocumentPayload(RootModel[AnyDocument]):
+    """Either `title` + `content` (blocks laid out in order), or a named `template` (invoice, report, letter)
+    filled from `data`, or from sample data when `data` is absent, over `pages` pages."""
+
+
+UNION_TAGS = frozenset((EXPLICIT, *TEMPLATES))
 
 
 def render_pdf(payload: dict[str, Any]) -> tuple[bytes, int]:
     """The payload (a `DocumentPayload` as a dict) laid out as a PDF: its bytes and its page count."""
+    document = DocumentPayload.model_validate(payload).root
     out = BytesIO()
-    doc = SimpleDocTemplate(
-        out,
-        pagesize=PAGE_SIZES[payload["page_size"]],
-        title=payload["title"],
-        author=payload.get("author") or "",  # not ReportLab's "(anonymous)"
-        creator="taskq",
-        leftMargin=MARGIN,
-        rightMargin=MARGIN,
-        topMargin=MARGIN,
-        bottomMargin=MARGIN,
-    )
-    styles = getSampleStyleSheet()
-    story: list[Flowable] = [Paragraph(_markup(payload["title"]), styles["Title"])]
-    for block in payload["content"]:
-        story.append(_flowable(block, styles, doc.width))
-        story.append(Spacer(1, 3 * mm))
-    try:
-        doc.build(story, onFirstPage=_footer, onLaterPages=_footer)
-    except LayoutError as exc:
-        # Crosses a process boundary: only a plain, picklable error with a sentence goes back.
-        raise PermanentError(f"the document cannot be laid out: {exc}") from None
-    return out.getvalue(), doc.page
+    if isinstance(document, ContentDocument):
+        doc = page_template(out, document.page_size, document.title, document.author)
+        return build(doc, out, document.story(doc.width))
+    doc = page_template(out, document.page_size, document.title(), document.author)
+    return build(doc, out, template_story(document, doc.width))
 
 
-def _flowable(block: dict[str, Any], styles: StyleSheet1, width: float) -> Flowable:
-    kind = block["type"]
-    if kind == "heading":
-        return Paragraph(_markup(block["text"]), styles["Heading2"])
-    if kind == "paragraph":
-        return Paragraph(_markup(block["text"]), styles["BodyText"])
-    if kind == "bullets":
-        items = [Paragraph(_markup(item), styles["BodyText"]) for item in block["items"]]
-        return ListFlowable(items, bulletType="bullet", start="\u2022", leftIndent=12)
-    return _table(block["rows"], styles, width)
-
-
-def _table(rows: list[list[str]], styles: StyleSheet1, width: float) -> Table:
-    # Cells are Paragraphs so long text wraps inside its column instead of running off the page.
-    header = ParagraphStyle("TableHeader", parent=styles["BodyText"], fontName="Helvetica-Bold")
-    cells = [
-        [Paragraph(_markup(cell), header if i == 0 else styles["BodyText"]) for cell in row]
-        for i, row in enumerate(rows)
-    ]
-    columns = len(rows[0])
-    table = Table(cells, colWidths=[width / columns] * columns, repeatRows=1, splitInRow=1)
-    table.setStyle(
-        [
-            ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#dde3ea")),
-            ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
-            ("VALIGN", (0, 0), (-1, -1), "TOP"),
-        ]
-    )
-    return table
-
-
-def _markup(text: str) -> str:
-    # Paragraph parses a little XML: escape the user's text, and keep its line breaks.
-    return escape(CONTROL_CHARS.sub("", text)).replace("\n", "<br/>")
-
-
-def _footer(canvas: Canvas, doc: SimpleDocTemplate) -> None:
-    canvas.saveState()
-    canvas.setFont("Helvetica", 9)
-    canvas.drawCentredString(doc.pagesize[0] / 2, MARGIN / 2, f"Page {canvas.getPageNumber()}")
-    canvas.restoreState()
+def _flowable(block: TextBlock | BulletsBlock | TableBlock, width: float) -> Flowable:
+    if isinstance(block, TextBlock):
+        return para(block.text, "Heading2" if block.type == "heading" else "BodyText")
+    if isinstance(block, BulletsBlock):
+        return ListFlowable([para(item) for item in block.items], bulletType="bullet", start="\u2022", leftIndent=12)
+    return table(block.rows, width)
 
 
 async def handle(ctx: JobContext, payload: DocumentPayload) -> dict[str, Any]:
@@ -150,5 +129,10 @@ async def handle(ctx: JobContext, payload: DocumentPayload) -> dict[str, Any]:
 
 
 JOB_TYPE = JobType(
-    "document", DocumentPayload, handle, "Lays out headings, paragraphs, bullet lists and tables as a PDF artifact."
+    "document",
+    DocumentPayload,
+    handle,
+    "A PDF artifact: headings, paragraphs, bullet lists and tables laid out from `title` + `content`, or a named "
+    "`template` (invoice, report, letter) filled from `data` over `pages` pages.",
+    union_tags=UNION_TAGS,
 )
