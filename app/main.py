@@ -3,17 +3,16 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from loguru import logger
 from prometheus_fastapi_instrumentator import Instrumentator
 from prometheus_fastapi_instrumentator import metrics as http_metrics
 
 from app.api import errors
 from app.api.body_deadline import BodyDeadline
+from app.api.openapi import build_openapi, operation_id
 from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks, workers
 from app.api.state import ApiState
 from app.core import metrics
@@ -24,7 +23,6 @@ from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
 from app.runtime import Hooks, Runtime, add_background, add_gauges, add_steering, nothing
-from app.schemas.job import JOB_REQUEST
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
 from app.services.breakers import job_type_breakers
@@ -124,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1.0.0",
         description="Submit jobs over REST; workers run them; results reach you as signed webhooks.",
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings or get_settings()
     app.add_middleware(
@@ -136,7 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _instrument(app)
     for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs, workers):
         app.include_router(module.router)
-    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
+    app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app
 
 
@@ -152,16 +151,3 @@ def _instrument(app: FastAPI) -> None:
     )
     instrumentator.add(*(metric for metric in HTTP_METRICS if metric is not None))
     instrumentator.instrument(app).expose(app, tags=["operations"], summary="Prometheus metrics (no auth)")
-
-
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's schema plus the job request union, so each job type's payload shows in /docs."""
-    if app.openapi_schema:
-        return app.openapi_schema
-    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-    request = JOB_REQUEST.json_schema(ref_template="#/components/schemas/{model}")
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
-    components.update(request.pop("$defs", {}))
-    components["JobRequest"] = request
-    app.openapi_schema = schema
-    return schema

@@ -98,6 +98,16 @@ class DocumentPayload(RootModel[AnyDocument]):
     """Either `title` + `content` (blocks laid out in order), or a named `template` (invoice, report, letter)
     filled from `data`, or from sample data when `data` is absent, over `pages` pages."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"template": "invoice", "pages": 3},
+                {"template": "letter", "data": {"recipient": "Ms Jane Doe", "paragraphs": ["Your order ships today."]}},
+                {"title": "Monthly Invoice", "content": [{"type": "heading", "text": "Invoice #12345"}]},
+            ]
+        }
+    )
+
 
 UNION_TAGS = frozenset((EXPLICIT, *TEMPLATES))
 

@@ -47,6 +47,35 @@ _ANY_REQUEST: Any = Annotated[functools.reduce(operator.or_, REQUEST_MODELS), Fi
 # The body of POST /jobs: a union discriminated by job_type, so each type shows its own payload in OpenAPI.
 JOB_REQUEST: TypeAdapter[JobOptions] = TypeAdapter(_ANY_REQUEST)
 
+# Shown with JobRequest in OpenAPI; tests/test_openapi.py checks each against the schema.
+JOB_REQUEST_EXAMPLES: list[dict[str, Any]] = [
+    {"job_type": "echo", "payload": {"any": "json"}, "priority": 5, "max_retries": 3, "idempotency_key": "order-123"},
+    {"job_type": "document", "payload": {"template": "invoice", "pages": 3}},
+    {"job_type": "sleep", "payload": {"seconds": 0.5}, "timeout_seconds": 60},
+]
+
+
+# A job as OpenAPI shows it; added after FastAPI writes the document, which would drop its nulls.
+JOB_OUT_EXAMPLE: dict[str, Any] = {
+    "id": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+    "client_id": "acme",
+    "job_type": "echo",
+    "status": "succeeded",
+    "priority": 5,
+    "attempts": 1,
+    "max_retries": 3,
+    "payload": {"any": "json"},
+    "result": {"any": "json"},
+    "error": None,
+    "idempotency_key": "order-123",
+    "callback_url": None,
+    "request_id": "4b1c5555873746d98cd71ca0d1876c4e",
+    "created_at": "2026-04-05T04:13:31.060974Z",
+    "updated_at": "2026-04-05T04:13:31.210000Z",
+    "started_at": "2026-04-05T04:13:31.120000Z",
+    "finished_at": "2026-04-05T04:13:31.200000Z",
+}
+
 
 class JobOut(BaseModel):
     """A job, as every endpoint returns it."""

@@ -4,6 +4,7 @@ import asyncio
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.api.deps import StateDep
@@ -22,7 +23,18 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready", responses={503: {"description": "A dependency or an enabled worker is down."}})
+class ReadyOut(BaseModel):
+    status: str
+    components: dict[str, str]
+
+
+@router.get(
+    "/ready",
+    responses={
+        200: {"model": ReadyOut, "description": "The process can serve."},
+        503: {"model": ReadyOut, "description": "A dependency or an enabled worker is down."},
+    },
+)
 async def ready(state: StateDep) -> JSONResponse:
     """Each dependency and worker, and whether this process can serve."""
     database, redis = await asyncio.gather(_database(state.resources), _redis(state.resources))

@@ -1,0 +1,111 @@
+"""The OpenAPI document, finished in one place: readable operation ids, a summary and the error answers of every
+operation (in the one error shape), so a route added anywhere gets them without saying so."""
+
+import re
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute, iter_route_contexts
+
+from app.api.deps import get_admin
+from app.schemas.errors import ErrorOut
+from app.schemas.job import JOB_OUT_EXAMPLE, JOB_REQUEST, JOB_REQUEST_EXAMPLES
+
+MAX_SUMMARY = 80
+ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
+FASTAPI_422 = {"$ref": "#/components/schemas/HTTPValidationError"}  # not our shape: replaced by ErrorOut
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
+# What each error answer means when a route does not say more, with an example body in the one error shape.
+ERRORS: dict[int, tuple[str, str, str]] = {
+    401: ("No API key, or an unknown or revoked one.", "unauthorized", "That API key is unknown or revoked."),
+    403: ("The call needs an admin API key.", "forbidden", "This call needs an admin API key."),
+    404: ("Nothing with that id for this client.", "not_found", "No job with that id."),
+    422: ("A field is missing or out of range; `errors` names each one.", "validation_error", ""),
+    429: ("Over the client's rate limit; see Retry-After.", "rate_limited", "Over the limit of 100 jobs a minute."),
+}
+VALIDATION_EXAMPLE = {
+    "detail": "The request is not valid: query.limit.",
+    "code": "validation_error",
+    "errors": [
+        {"type": "less_than_equal", "loc": ["query", "limit"], "msg": "Input should be less than or equal to 200"}
+    ],
+}
+
+
+def operation_id(route: APIRoute) -> str:
+    """The route's function name (`submit_job`, `list_webhooks`): stable, readable, and what generated clients call."""
+    return route.name
+
+
+def build_openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema, with the job request union and every operation's summary and error answers."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    request = JOB_REQUEST.json_schema(ref_template="#/components/schemas/{model}")
+    components.update(request.pop("$defs", {}))
+    components["JobRequest"] = request | {"examples": JOB_REQUEST_EXAMPLES}
+    components["JobOut"]["examples"] = [JOB_OUT_EXAMPLE]
+    components["ErrorOut"] = ErrorOut.model_json_schema() | {"examples": [VALIDATION_EXAMPLE]}
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and route.include_in_schema and context.path_format:
+            for method in route.methods or ():
+                _finish(schema["paths"][context.path_format][method.lower()], route)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    app.openapi_schema = schema
+    return schema
+
+
+def _finish(operation: dict[str, Any], route: APIRoute) -> None:
+    if not route.summary:
+        operation["summary"] = _first_sentence(route.description) or operation.get("summary", route.name)
+    responses = operation.setdefault("responses", {})
+    for status in _error_statuses(operation, route):
+        responses.setdefault(str(status), {})
+    for status, response in responses.items():
+        if int(status) >= 400:
+            _error_response(int(status), response)
+
+
+def _error_statuses(operation: dict[str, Any], route: APIRoute) -> list[int]:
+    statuses = []
+    if operation.get("security"):
+        statuses.append(401)
+    if _needs(route.dependant, get_admin):
+        statuses.append(403)
+    if "{" in route.path_format:  # the router's own path: its parameters are the whole path's
+        statuses.append(404)
+    if operation.get("parameters") or operation.get("requestBody"):
+        statuses.append(422)
+    return statuses
+
+
+def _error_response(status: int, response: dict[str, Any]) -> None:
+    meaning, code, detail = ERRORS.get(status, ("The request could not be served.", "", ""))
+    if response.get("description") in (None, "Validation Error"):
+        response["description"] = meaning
+    content = response.get("content", {}).get("application/json", {})
+    if content.get("schema", ERROR_REF) not in (ERROR_REF, FASTAPI_422):
+        return  # an answer of its own shape, such as /ready's 503
+    media: dict[str, Any] = {"schema": ERROR_REF}
+    if code:
+        media["example"] = VALIDATION_EXAMPLE if status == 422 else {"detail": detail, "code": code}
+    response["content"] = {"application/json": media}
+    if status == 429:
+        response.setdefault("headers", RETRY_AFTER)
+
+
+def _needs(dependant: Dependant, call: Any) -> bool:
+    return any(dep.call is call or _needs(dep, call) for dep in dependant.dependencies)
+
+
+def _first_sentence(text: str | None) -> str:
+    """The docstring's opening clause, when it is short enough to be a summary."""
+    first = re.split(r"\. |; |: ", " ".join((text or "").split()), maxsplit=1)[0].rstrip(".")
+    whole = first.count("(") == first.count(")")  # not cut inside a parenthesis
+    return first if whole and len(first) <= MAX_SUMMARY else ""
