@@ -19,7 +19,8 @@ from app.core.logging import configure_logging
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The commands and their arguments; docker-compose.yml's commands are checked against it in the tests."""
     parser = argparse.ArgumentParser(prog="python -m app", description="The task queue service.")
     commands = parser.add_subparsers(dest="command", required=True)
     api = commands.add_parser("api", help="serve the HTTP API (workers embedded when EMBEDDED_WORKERS=true)")
@@ -37,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
             metavar="N",
             help=f"run N copies of {what} (default 1), say one per core",
         )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "settings-doc":
         return settings_doc(args.check)
     try:
