@@ -1,6 +1,8 @@
 """`.env.example` and `docs/settings.md` against the settings model: every setting, with its default, nothing stale."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,10 @@ def test_a_new_setting_would_show_in_both_files(monkeypatch: pytest.MonkeyPatch)
     assert "# A setting added after the files were written.\nBRAND_NEW_KNOB=7\n" in env
     assert "| `BRAND_NEW_KNOB` | `7` | A setting added after the files were written. |" in page
     assert env != (ROOT / ".env.example").read_text()
+
+
+def test_the_check_command_passes_on_the_committed_files() -> None:
+    check = subprocess.run(
+        [sys.executable, "-m", "app", "settings-doc", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert (check.returncode, check.stderr) == (0, "")

@@ -1,6 +1,7 @@
 """The named layouts of the `document` type: an invoice, a report and a letter, each filled from `data` (or from
 sample data when there is none) and spread over the pages asked for."""
 
+from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +26,22 @@ def spread(items: list[T], pages: int) -> list[list[T]]:
         chunks.append(items[start:end])
         start = end
     return chunks
+
+
+def fill_pages(
+    first: list[Flowable],
+    pages: int,
+    items: list[T],
+    render: Callable[[list[T]], list[Flowable]],
+    heading: str | None = None,
+) -> list[list[Flowable]]:
+    """The first page's story and `pages - 1` more (each opened by `heading`), with `items` spread over them in
+    order; a page left without any says it is blank on purpose."""
+    later: list[list[Flowable]] = [[para(heading, "Heading2")] if heading else [] for _ in range(pages - 1)]
+    stories = [first, *later]
+    for story, chunk in zip(stories, spread(items, pages), strict=True):
+        story.extend(render(chunk) if chunk else [para(BLANK)])
+    return stories
 
 
 class TemplateFields(BaseModel):
@@ -86,10 +103,10 @@ class InvoiceDocument(TemplateFields):
             table([["From", "Bill to"], [data.seller, data.customer]], width),
             para(f"Issued: {data.issued}" + (f"    Due: {data.due}" if data.due else "")),
         ]
-        later: list[list[Flowable]] = [[para(f"{self.title()} (continued)", "Heading2")] for _ in range(self.pages - 1)]
-        stories = [first, *later]
-        for story, chunk in zip(stories, spread(data.lines, self.pages), strict=True):
-            story.append(self._lines(chunk, data.currency, width) if chunk else para(BLANK))
+        heading = f"{self.title()} (continued)"
+        stories = fill_pages(
+            first, self.pages, data.lines, lambda chunk: [self._lines(chunk, data.currency, width)], heading
+        )
         stories[-1].extend(self._totals(data, width))
         return stories
 
@@ -153,14 +170,9 @@ class ReportDocument(TemplateFields):
     def page_stories(self, width: float) -> list[list[Flowable]]:
         data = self.filled()
         first: list[Flowable] = [para(data.title, "Title")]
-        stories = [first, *([] for _ in range(self.pages - 1))]
         if data.summary:
             first.append(para(data.summary, "Italic"))
-        for story, chunk in zip(stories, spread(data.sections, self.pages), strict=True):
-            story.extend(flowable for section in chunk for flowable in self._section(section))
-            if not chunk:
-                story.append(para(BLANK))
-        return stories
+        return fill_pages(first, self.pages, data.sections, lambda chunk: [f for s in chunk for f in self._section(s)])
 
     @staticmethod
     def _section(section: ReportSection) -> list[Flowable]:
@@ -204,11 +216,7 @@ class LetterDocument(TemplateFields):
         if data.subject:
             first.append(para(data.subject, "Heading3"))
         first.append(para(data.salutation))
-        stories = [first, *([] for _ in range(self.pages - 1))]
-        for story, chunk in zip(stories, spread(data.paragraphs, self.pages), strict=True):
-            story.extend(para(text) for text in chunk)
-            if not chunk:
-                story.append(para(BLANK))
+        stories = fill_pages(first, self.pages, data.paragraphs, lambda chunk: [para(text) for text in chunk])
         stories[-1] += [Spacer(1, 6 * mm), para(data.closing), Spacer(1, 12 * mm), para(data.signature)]
         return stories
 
