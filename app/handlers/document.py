@@ -74,7 +74,8 @@ class ContentDocument(BaseModel):
 
 
 def _kind(value: Any) -> str | None:
-    # A payload with `template` names its layout; one without is the title + content form.
+    # A payload with `template` names its layout; one without (or not an object at all) is the title + content form,
+    # whose own errors then say what is missing.
     if isinstance(value, dict):
         template = value.get("template", EXPLICIT)
         return template if isinstance(template, str) else None
