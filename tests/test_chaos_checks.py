@@ -10,7 +10,7 @@ WORKERS = ["jobs-1", "jobs-2", "webhooks"]
 
 def test_the_schedule_holds_every_fault_the_run_promises_inside_the_window_and_repeats_for_a_seed() -> None:
     faults = fault_schedule(7, 50.0, WORKERS)
-    kinds = Counter(f.kind if f.kind != "kill" else ("kill api" if f.target == "api" else "kill worker") for f in faults)
+    kinds = Counter(f.kind if f.kind != "kill" else f"kill {'api' if f.target == 'api' else 'worker'}" for f in faults)
     assert kinds == {"kill worker": WORKER_KILLS, "kill api": API_KILLS, "rabbitmq": 1, "redis": 1, "postgres": 1}
     assert all(0 < f.at < 50.0 for f in faults) and [f.at for f in faults] == sorted(f.at for f in faults)
     assert fault_schedule(7, 50.0, WORKERS) == faults
