@@ -12,6 +12,7 @@ from reportlab.platypus import Flowable, ListFlowable, Spacer
 from app.handlers.base import JobContext, JobType
 from app.handlers.document_templates import InvoiceDocument, LetterDocument, ReportDocument, template_story
 from app.handlers.pdf_layout import PageSize, build, page_template, para, table
+from app.schemas.requests import REQUEST_CONFIG
 
 MAX_COLUMNS = 12  # narrower columns than this on a portrait page wrap a word or two per line
 TEMPLATES = ("invoice", "report", "letter")
@@ -19,7 +20,7 @@ EXPLICIT = "content"  # the union's tag for a document given as title + content
 
 
 class TextBlock(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     type: Literal["heading", "paragraph"]
     text: str = Field(max_length=10_000)
@@ -30,14 +31,14 @@ Row = Annotated[list[ShortText], Field(min_length=1, max_length=MAX_COLUMNS)]
 
 
 class BulletsBlock(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     type: Literal["bullets"]
     items: list[ShortText] = Field(min_length=1, max_length=200)
 
 
 class TableBlock(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     type: Literal["table"]
     rows: list[Row] = Field(
@@ -59,7 +60,7 @@ Block = Annotated[TextBlock | BulletsBlock | TableBlock, Field(discriminator="ty
 class ContentDocument(BaseModel):
     """A document laid out from its title and blocks, as many pages as they take."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     title: str = Field(min_length=1, max_length=200)
     content: list[Block] = Field(min_length=1, max_length=500)

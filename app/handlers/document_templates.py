@@ -4,11 +4,12 @@ sample data when there is none) and spread over the pages asked for."""
 from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from reportlab.lib.units import mm
 from reportlab.platypus import Flowable, PageBreak, Spacer
 
 from app.handlers.pdf_layout import PageSize, para, table
+from app.schemas.requests import REQUEST_CONFIG
 
 T = TypeVar("T")
 MAX_PAGES = 50
@@ -47,7 +48,7 @@ def fill_pages(
 class TemplateFields(BaseModel):
     """What every named template takes besides its `data`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     pages: int = Field(
         default=1, ge=1, le=MAX_PAGES, description="Pages the document has; more only when `data` does not fit."
@@ -57,7 +58,7 @@ class TemplateFields(BaseModel):
 
 
 class InvoiceLine(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     description: str = Field(min_length=1, max_length=500)
     quantity: float = Field(gt=0, le=1_000_000)
@@ -65,7 +66,7 @@ class InvoiceLine(BaseModel):
 
 
 class InvoiceData(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     number: str = Field(default="INV-0001", min_length=1, max_length=64)
     issued: str = Field(default="2026-01-15", max_length=64, description="The issue date, as it should read.")
@@ -130,7 +131,7 @@ class InvoiceDocument(TemplateFields):
 
 
 class ReportSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     heading: str = Field(min_length=1, max_length=200)
     paragraphs: list[LongText] = Field(default_factory=list, max_length=50)
@@ -138,7 +139,7 @@ class ReportSection(BaseModel):
 
 
 class ReportData(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     title: str = Field(default="Quarterly report", min_length=1, max_length=200)
     summary: str | None = Field(default=None, max_length=10_000)
@@ -181,7 +182,7 @@ class ReportDocument(TemplateFields):
 
 
 class LetterData(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     sender: str = Field(default="Example Supplies Ltd\n1 Market Street\nSpringfield", max_length=500)
     recipient: str = Field(default="Ms Jane Doe\nAcme Corporation\n42 Harbour Road\nShelbyville", max_length=500)

@@ -9,11 +9,12 @@ from typing import Any, Literal, Self
 
 import httpx
 from PIL import Image, ImageOps, UnidentifiedImageError
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from app.core.ssrf import TooLarge, UnsafeURL, check_syntax
 from app.handlers.base import JobContext, JobTools, JobType
 from app.handlers.errors import PermanentError, TransientError
+from app.schemas.requests import REQUEST_CONFIG
 
 MAX_PIXELS = 50_000_000
 MAX_DOWNLOAD_BYTES = 40 * 1024 * 1024
@@ -34,7 +35,7 @@ Format = Literal["JPEG", "PNG", "WEBP"]
 
 
 class ImagePayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     image_url: str | None = Field(
         default=None, max_length=2048, pattern=r"^https?://", description="An http(s) URL of the image."

@@ -6,12 +6,13 @@ import time
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL, check_syntax
 from app.handlers.base import HttpAnswer, JobContext, JobType
 from app.handlers.errors import PermanentError, TransientError
+from app.schemas.requests import REQUEST_CONFIG
 
 MAX_HEADERS = 50
 # The transport sets these from the URL and the body; a caller's value would contradict it.
@@ -21,7 +22,7 @@ HEADER_VALUE = re.compile(r"[\t\x20-\x7e]{0,8192}")  # printable ASCII: no line 
 
 
 class NotificationPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     url: str = Field(max_length=2048, pattern=r"^https?://", description="An http(s) URL to call.")
     method: Literal["POST", "PUT", "PATCH", "GET", "DELETE"] = "POST"

@@ -2,13 +2,14 @@
 
 import asyncio
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.handlers.base import JobContext, JobType
+from app.schemas.requests import REQUEST_CONFIG
 
 
 class SleepPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     seconds: float = Field(ge=0, le=600, description="How long to sleep, at most 600 s.")
 

@@ -1,9 +1,10 @@
 """The dead-letter queue as clients see it."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from app.schemas.job import JobOut
+from app.schemas.requests import REQUEST_CONFIG
 from app.workers.retry_policy import DeadReason
 
 # The reasons a job (rather than a webhook delivery) dies with.
@@ -31,7 +32,7 @@ class DlqStats(BaseModel):
 
 
 class ReplayIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     job_ids: list[str] | None = Field(default=None, max_length=1000)
     job_type: str | None = None

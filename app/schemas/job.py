@@ -6,10 +6,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, Field, TypeAdapter, create_model
 
 from app.handlers.base import JobType
 from app.handlers.registry import JOB_TYPES
+from app.schemas.requests import REQUEST_CONFIG
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 
@@ -17,7 +18,7 @@ MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 class JobOptions(BaseModel):
     """Everything a submit may say besides the type and payload."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     priority: int = Field(default=5, ge=1, le=10, description="1 is most urgent, 10 least.")
     max_retries: int = Field(default=3, ge=0, le=10, description="Retries after the first attempt.")
@@ -161,6 +162,6 @@ BATCH_REQUEST_SCHEMA: dict[str, Any] = {
 class BatchEnvelope(BaseModel):
     """The batch around its items; each item is checked on its own against JobRequest."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     jobs: list[Any] = Field(min_length=1, max_length=MAX_BATCH_JOBS)

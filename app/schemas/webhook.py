@@ -3,10 +3,11 @@
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
 
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.handlers.registry import JOB_TYPES
+from app.schemas.requests import REQUEST_CONFIG
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
 URL_RULES: dict[str, Any] = {
@@ -17,7 +18,7 @@ URL_RULES: dict[str, Any] = {
 
 
 class WebhookCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     url: str = Field(**URL_RULES)
     events: list[EventType] = Field(default_factory=lambda: list(SUBSCRIBABLE_EVENTS), min_length=1)
@@ -34,7 +35,7 @@ class WebhookCreate(BaseModel):
 
 
 class WebhookUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
     url: str | None = Field(default=None, **URL_RULES)
     events: list[EventType] | None = Field(default=None, min_length=1)
@@ -67,9 +68,9 @@ class SecretOut(BaseModel):
 
 
 class RecoverIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REQUEST_CONFIG
 
-    since: AwareDatetime
+    since: AwareDatetime = Field(strict=False)
 
 
 class RecoverOut(BaseModel):
