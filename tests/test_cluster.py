@@ -17,14 +17,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.config import Settings
 from app.core.names import Lane
+from app.core.resources import Resources
 from app.core.statuses import JobStatus
 from app.core.topology import QUORUM_DELIVERY_LIMIT, build_topology
 from app.models.tables import DELIVERIES, JOB_EVENTS, JOBS
 from app.services.deliveries import DeliveryStatus
+from app.services.janitor import DlqJanitor
+from app.workers.job_worker import JobWorker
 from bench.cluster import RABBITMQ_BIN, Cluster, Node
 from tests.conftest import NS, make_settings, settings_env
 from tests.receiver import Receiver
-from tests.support import ROOT, Api, app_process, free_port, wait_for
+from tests.support import ROOT, Api, BrokerProbe, app_process, free_port, wait_for
+from tests.test_dlq import dlq_ids
 
 pytestmark = [
     pytest.mark.slow,  # the cluster takes ~20 s to start
@@ -153,6 +157,31 @@ async def test_a_client_takes_the_first_node_that_answers_and_fails_over_when_it
 
 async def _has(got: list[bytes], body: bytes) -> bool:
     return body in got
+
+
+async def test_the_janitor_leaves_a_quorum_dlq_in_its_order(
+    cluster: Cluster, settings: Settings, api: Api, worker: JobWorker
+) -> None:
+    headers = await api.new_client("quorum-janitor")
+    for _ in range(4):
+        await api.submit(headers, job_type="flaky", payload={"fail_times": 5, "permanent": True})
+    resources = await Resources.open(settings, role="test-janitor")
+    probe = await BrokerProbe.connect(cluster.nodes[1].url, resources.topology)
+    names = resources.names
+    try:
+        await wait_for(lambda: _depth(probe, names.jobs_dlq, 4), within=30)
+        before = await dlq_ids(probe)
+        removed = await DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq).sweep()
+        assert removed == {names.jobs_dlq: 0, names.webhooks_dlq: 0}  # all four are still dead: they stay
+        assert await dlq_ids(probe) == before
+    finally:
+        await probe.purge(names.jobs_dlq)
+        await probe.close()
+        await resources.close()
+
+
+async def _depth(probe: BrokerProbe, queue: str, count: int) -> bool:
+    return await probe.depth(queue) == count
 
 
 @pytest.mark.parametrize("lost", ["connected", "leader"])

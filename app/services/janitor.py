@@ -43,8 +43,9 @@ class DlqJanitor:
             taken = await self._take(channel, queue_name)
             keep = await still_dead([key(m) for m in taken])
             removed = 0
-            # Requeued messages go back to their original place in the queue, so the order stays as it was.
-            for message in reversed(taken):
+            # Returned in the order taken: a classic queue puts each back in its old place anyway, a quorum queue
+            # hands returned messages out first, in the order they came back, so the order stays as it was.
+            for message in taken:
                 if key(message) in keep:
                     await message.nack(requeue=True)
                 else:
