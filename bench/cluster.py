@@ -1,10 +1,11 @@
 """A three-node RabbitMQ cluster on this machine, beside the system broker, for the tests and for trying it.
 
 `python -m bench.cluster start [DIR]` starts nodes taskq-a, taskq-b and taskq-c (@localhost) on AMQP ports
-5681-5683 (distribution ports 25681-25683; the tests take free ports instead), with their own data, log and config files and their own Erlang cookie, all under DIR
-(default `var/cluster`), joins b and c to a, waits until all three run, and prints the `RABBITMQ_URL` that lists
-them. `python -m bench.cluster stop [DIR]` stops them and removes DIR. The system node (rabbit@localhost,
-port 5672) is never touched: it shares only epmd, which every Erlang node on a host shares.
+5681-5683 (distribution ports 25681-25683; the tests take free ports instead), with their own data, log and
+config files and their own Erlang cookie, all under DIR (default `var/cluster`), joins b and c to a, waits until
+all three run, and prints the `RABBITMQ_URL` that lists them. `python -m bench.cluster stop [DIR]` stops them and
+removes DIR. The system node (rabbit@localhost, port 5672) is never touched: it shares only epmd, which every
+Erlang node on a host shares.
 """
 
 import contextlib

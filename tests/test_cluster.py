@@ -43,7 +43,7 @@ QUORUM = {"x-queue-type": "quorum", "x-dead-letter-strategy": "at-least-once", "
 @pytest.fixture
 def settings(cluster: Cluster) -> Settings:
     """This module's processes use quorum queues on the cluster, every node listed."""
-    return make_settings(queue_type="quorum", rabbitmq_url=cluster.url, job_consumers_default=4)
+    return make_settings(queue_type="quorum", rabbitmq_url=cluster.url, job_consumers_default=4, metrics_port=0)
 
 
 async def declared(settings: Settings, url: str | None = None) -> Broker:
@@ -180,10 +180,43 @@ async def test_the_janitor_leaves_a_quorum_dlq_in_its_order(
         await resources.close()
 
 
+async def test_a_message_dead_lettered_past_its_delivery_limit_goes_back_while_its_job_is_unfinished(
+    cluster: Cluster, settings: Settings, api: Api
+) -> None:
+    headers = await api.new_client("quorum-limit")
+    job = (await api.submit(headers, payload={"n": 1})).json()  # queued; no worker runs here
+    resources = await Resources.open(settings, role="test-limit")
+    names = resources.names
+    probe = await BrokerProbe.connect(cluster.nodes[1].url, resources.topology)
+    source, dead = f"{NS}.limit.source", f"{NS}.limit.dlq"
+    dlx = await probe.channel.declare_exchange(f"{NS}.limit.dlx", "fanout", durable=True)
+    queue = await probe.channel.declare_queue(
+        source, durable=True, arguments={**QUORUM, "x-dead-letter-exchange": dlx.name, "x-delivery-limit": 1}
+    )
+    await (await probe.channel.declare_queue(dead, durable=True, arguments=QUORUM)).bind(dlx)
+    try:
+        [message] = await probe.take_all(names.lane_queue(Lane.DEFAULT))
+        await resources.broker.publish(Outgoing("", source, message.body, message_id=job["id"]))
+        while (held := await queue.get(no_ack=False, fail=False)) is not None:
+            await held.nack(requeue=True)  # returned twice: past the limit of 1, the broker dead-letters it
+        await wait_for(lambda: _depth(probe, dead, 1))
+        janitor = DlqJanitor(resources.engine, resources.broker, dead, names.webhooks_dlq)
+        assert (await janitor.sweep())[dead] == 1
+        [back] = await probe.take_all(source)
+        assert (back.message_id, back.body, await probe.depth(dead)) == (job["id"], message.body, 0)
+    finally:
+        for name in (source, dead):
+            await probe.channel.queue_delete(name)
+        await probe.channel.exchange_delete(dlx.name)
+        await probe.close()
+        await resources.close()
+
+
 async def _depth(probe: BrokerProbe, queue: str, count: int) -> bool:
     return await probe.depth(queue) == count
 
 
+@pytest.mark.timeout(300 + NODE_LOSS_JOBS // 2)  # a node's stop and start take ~10 s each, more under load
 @pytest.mark.parametrize("lost", ["connected", "leader"])
 async def test_losing_a_node_while_jobs_with_webhooks_run_loses_nothing_and_doubles_nothing(
     lost: str, cluster: Cluster, api: Api, db: AsyncEngine, receiver: Receiver, settings: Settings, tmp_path: Path
