@@ -200,7 +200,7 @@ def test_every_dependency_is_a_service_whose_condition_it_can_meet() -> None:
 
 
 def test_the_observability_services_start_only_with_their_profile() -> None:
-    profiled = {name for name, service in services().items() if service.get("profiles")}
+    profiled = {name for name, service in services().items() if PROFILE in service.get("profiles", [])}
     assert profiled == {"prometheus", "grafana"}
     assert all(services()[name]["profiles"] == [PROFILE] for name in profiled)
 

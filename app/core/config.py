@@ -106,8 +106,8 @@ class Settings(BaseSettings):
     job_batch_size: int = Field(default=128, ge=1, le=1000)
     """The most claims or outcomes one transaction of the job worker holds (group commit)."""
     queue_type: Literal["classic", "quorum"] = "classic"
-    """RabbitMQ queue type of every durable queue: classic, or quorum for a cluster (replicated; dead-lettering
-    at-least-once, a delivery limit of 1000, and the lanes alone carry priority: RabbitMQ 3.x quorum queues take no
+    """RabbitMQ queue type of every durable queue: classic, or quorum for a cluster (replicated; at-least-once
+    dead-lettering, a delivery limit of 1000, and the lanes alone carry priority: RabbitMQ 3.x quorum queues take no
     x-max-priority). A NAMESPACE keeps the type it was first declared with: start another type under a new one."""
 
     outbox_relay_interval: float = Field(default=1.0, gt=0)
