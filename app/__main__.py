@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem := _process_count_problem(settings, args.processes):
         print(problem, file=sys.stderr)
         return 2
+    if problem := _topology_problem(settings):
+        print(f"Cannot start: {problem}", file=sys.stderr)
+        return 2
     if args.command == "api":
         return serve(settings, args.processes)
     if args.processes > 1:
@@ -83,6 +86,12 @@ def settings_doc(check: bool) -> int:
         verb = "is out of date; run `python -m app settings-doc`" if check else "written"
         print(f"{path.relative_to(settings_doc.ROOT)} {verb}", file=sys.stderr if check else sys.stdout)
     return 1 if check and changed else 0
+
+
+def _topology_problem(settings: Settings) -> str | None:
+    from app.preflight import topology_problem
+
+    return asyncio.run(topology_problem(settings))
 
 
 def migrate(settings: Settings) -> int:
@@ -112,6 +121,9 @@ def dev() -> int:
     problems = asyncio.run(missing_services(settings))
     if problems:
         print("Cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        return 1
+    if problem := _topology_problem(settings):
+        print(f"Cannot start: {problem}", file=sys.stderr)
         return 1
     if migrate(settings):
         return 1

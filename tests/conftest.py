@@ -22,6 +22,7 @@ from app.main import create_app
 from app.runtime import Runtime, add_worker_process
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
+from bench.cluster import Cluster, running_cluster
 from tests.receiver import Receiver, running_receiver
 from tests.support import ROOT, Api, BrokerProbe, api_with, wait_for
 
@@ -126,6 +127,14 @@ async def clean_namespace() -> AsyncIterator[None]:
 @pytest.fixture
 def settings() -> Settings:
     return make_settings()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three RabbitMQ nodes of this run's own beside the system broker (bench/cluster.py), started on first use;
+    stopped and removed at the end of the session, also when a test fails."""
+    with running_cluster(tmp_path_factory.mktemp("cluster"), prefix=NS) as running:
+        yield running
 
 
 @pytest.fixture

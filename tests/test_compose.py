@@ -49,7 +49,7 @@ def test_compose_file_matches_the_compose_specification() -> None:
 def test_compose_defines_exactly_the_stack() -> None:
     compose = load_compose()
     assert "version" not in compose
-    assert set(compose["services"]) == {
+    assert {name for name, service in compose["services"].items() if "cluster" not in service.get("profiles", [])} == {
         "api",
         "job_worker",
         "webhook_worker",
@@ -71,6 +71,23 @@ def test_prometheus_and_grafana_mount_the_repository_config() -> None:
     assert "./docker/grafana/dashboards:/var/lib/grafana/dashboards:ro" in grafana
     for path in ("docker/prometheus/prometheus.yml", "docker/grafana/dashboards/taskq.json"):
         assert (ROOT / path).is_file()
+
+
+def test_the_cluster_profile_is_three_rabbitmq_nodes_that_know_one_another() -> None:
+    services = load_compose()["services"]
+    nodes = {name: service for name, service in services.items() if "cluster" in service.get("profiles", [])}
+    assert sorted(nodes) == ["rabbitmq-1", "rabbitmq-2", "rabbitmq-3"]
+    config = (ROOT / "docker" / "rabbitmq-cluster" / "rabbitmq.conf").read_text()
+    for name, node in nodes.items():
+        assert node["hostname"] == name
+        assert f"rabbit@{name}" in config
+        assert "./docker/rabbitmq-cluster/rabbitmq.conf:/etc/rabbitmq/rabbitmq.conf:ro" in node["volumes"]
+        assert (
+            node["environment"]["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] == node["environment"]["RABBITMQ_CTL_ERL_ARGS"]
+        )
+        assert node["healthcheck"]["test"]
+    assert len({node["environment"]["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] for node in nodes.values()}) == 1
+    assert len({node["ports"][0] for node in nodes.values()}) == 3
 
 
 @pytest.mark.parametrize("name", ["api", "rabbitmq", "redis", "mssql"])
@@ -183,7 +200,7 @@ def test_every_dependency_is_a_service_whose_condition_it_can_meet() -> None:
 
 
 def test_the_observability_services_start_only_with_their_profile() -> None:
-    profiled = {name for name, service in services().items() if service.get("profiles")}
+    profiled = {name for name, service in services().items() if PROFILE in service.get("profiles", [])}
     assert profiled == {"prometheus", "grafana"}
     assert all(services()[name]["profiles"] == [PROFILE] for name in profiled)
 

@@ -1,6 +1,7 @@
 """Connections to RabbitMQ and the confirmed, mandatory, time-limited publish (rule 1)."""
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +11,8 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from loguru import logger
 
-from app.core.topology import Topology, declare
+from app.core.failover import FailoverConnection, node_urls
+from app.core.topology import Topology, TopologyMismatch, declare
 
 PERSISTENT = int(aio_pika.DeliveryMode.PERSISTENT)
 # RabbitMQ's direct reply-to pseudo-queue: a request naming it must be published on the channel that consumes it.
@@ -39,10 +41,12 @@ class Outgoing:
 
 
 class Broker:
-    """A robust connection that comes up whenever the broker does, with one confirming publish channel."""
+    """A robust connection that comes up whenever the broker does, with one confirming publish channel. `url` may
+    list several nodes of one cluster, comma-separated: it connects to the first that answers, and after a loss
+    to the next one that does."""
 
     def __init__(self, url: str, topology: Topology, publish_timeout: float, name: str = "publisher") -> None:
-        self._url = url
+        self._nodes = node_urls(url)
         self._topology = topology
         self._timeout = publish_timeout
         self._name = name
@@ -54,34 +58,57 @@ class Broker:
         self.reply_channel: AbstractChannel | None = None
         self._connector: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        # Set instead of `ready` when the broker's queues do not match these settings: retrying cannot help.
+        self.mismatch: TopologyMismatch | None = None
 
     async def start(self, wait: float = 0) -> None:
-        """Connect in the background (retrying until the broker answers); wait up to `wait` seconds for it."""
+        """Connect in the background (retrying until the broker answers); wait up to `wait` seconds for it.
+        Raise TopologyMismatch when, within that wait, the broker's queues turn out to differ from ours."""
         self._connector = asyncio.create_task(self._connect_until_up(), name=f"broker-{self._name}")
         if wait > 0:
-            try:
-                await asyncio.wait_for(self.ready.wait(), wait)
-            except TimeoutError:
+            ready = asyncio.ensure_future(self.ready.wait())
+            await asyncio.wait([self._connector, ready], timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            ready.cancel()
+            if self.mismatch is not None:
+                raise self.mismatch
+            if not self.ready.is_set():
                 logger.warning("RabbitMQ did not answer within {}s; carrying on and retrying", wait)
 
     async def _connect_until_up(self) -> None:
-        delay = 0.5
+        delay, node = 0.5, 0
         while True:
             try:
-                connection = await aio_pika.connect_robust(
-                    self._url, client_properties={"connection_name": self._name}, reconnect_interval=1
-                )
-                channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-                await declare(channel, self._topology)
+                connection, channel = await self._connect(node)
+            except TopologyMismatch as exc:
+                self.mismatch = exc
+                logger.error("{}", exc)
+                return
             except (OSError, aio_pika.exceptions.AMQPError) as exc:
-                logger.warning("RabbitMQ at {} is not answering ({}); retrying in {}s", _safe(self._url), exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5)
+                logger.warning("RabbitMQ at {} is not answering ({})", _safe(self._nodes[node]), exc)
+                node = (node + 1) % len(self._nodes)
+                if node == 0:  # every node tried once: wait before the next round
+                    logger.warning("no RabbitMQ node answered; retrying in {}s", delay)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5)
                 continue
             self._connection, self._channel = connection, channel
             self.ready.set()
-            logger.info("connected to RabbitMQ as {}", self._name)
+            logger.info("connected to RabbitMQ at {} as {}", _safe(str(connection.url)), self._name)
             return
+
+    async def _connect(self, node: int) -> tuple[FailoverConnection, AbstractChannel]:
+        connection = FailoverConnection(
+            self._nodes, first=node, client_properties={"connection_name": self._name}, reconnect_interval=1
+        )
+        try:
+            await connection.connect()
+            channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+            await declare(channel, self._topology)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(connection.close())
+            raise
+        return connection, channel
 
     @property
     def connection(self) -> AbstractRobustConnection:

@@ -22,7 +22,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./var/app.db"
     """SQLAlchemy async URL of the database: sqlite+aiosqlite://, postgresql+asyncpg:// or mssql+aioodbc://."""
     rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/"
-    """AMQP URL of RabbitMQ."""
+    """AMQP URL of RabbitMQ; for a cluster, each node's URL, comma-separated: a process connects to the first that
+    answers and, when that node goes away, to the next that does (docs/scaling.md)."""
     redis_url: str = "redis://127.0.0.1:6379/0"
     """URL of Redis (the job locks; when it is down, workers carry on with the database lease alone)."""
     host: str = "127.0.0.1"
@@ -105,8 +106,9 @@ class Settings(BaseSettings):
     job_batch_size: int = Field(default=128, ge=1, le=1000)
     """The most claims or outcomes one transaction of the job worker holds (group commit)."""
     queue_type: Literal["classic", "quorum"] = "classic"
-    """RabbitMQ queue type: classic, or quorum for a cluster (then lanes carry priority without
-    x-max-priority)."""
+    """RabbitMQ queue type of every durable queue: classic, or quorum for a cluster (replicated; at-least-once
+    dead-lettering, a delivery limit of 1000, and the lanes alone carry priority: RabbitMQ 3.x quorum queues take no
+    x-max-priority). A NAMESPACE keeps the type it was first declared with: start another type under a new one."""
 
     outbox_relay_interval: float = Field(default=1.0, gt=0)
     """Seconds between two passes of the relay that publishes outbox rows the fast path missed."""

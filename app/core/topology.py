@@ -5,10 +5,22 @@ from typing import Any
 
 from aio_pika import ExchangeType
 from aio_pika.abc import AbstractChannel
+from aiormq.exceptions import ChannelPreconditionFailed
 
 from app.core.backoff import Tier, job_tiers, schedule_tiers
 from app.core.config import Settings
 from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
+
+# The deliveries of one message a quorum queue allows before it dead-letters the message (RabbitMQ counts every
+# return: a nack with requeue, a consumer's channel or node lost mid-message). The database's retry budget decides
+# a job's fate long before this; the limit is a net under a message that keeps coming back, set well above what a
+# long outage makes (a consumer whose handler fails returns its message once a second) and set explicitly because
+# RabbitMQ 4.x would otherwise impose 20.
+QUORUM_DELIVERY_LIMIT = 1000
+
+
+class TopologyMismatch(Exception):
+    """A queue on the broker was declared with other arguments (another QUEUE_TYPE, say) than these settings."""
 
 
 @dataclass(frozen=True)
@@ -43,13 +55,33 @@ class Topology:
 
 
 def _queue_args(settings: Settings, **extra: Any) -> dict[str, Any]:
-    return {"x-queue-type": settings.queue_type, **extra}
+    if settings.queue_type == "classic":
+        return {"x-queue-type": "classic", **extra}
+    # Rule 2's promise on quorum queues: the default at-most-once dead-lettering may drop a message on its way from
+    # a delay tier back to its lane or into a DLQ; at-least-once holds it until the target queue confirms, and
+    # RabbitMQ applies it only with reject-publish overflow.
+    return {
+        "x-queue-type": "quorum",
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",
+        **extra,
+    }
+
+
+def _work_args(settings: Settings, dead_letter_exchange: str) -> dict[str, Any]:
+    """A queue consumers take from: dead-letters to its DLX; on quorum, with the delivery limit. (DLQs get none:
+    the janitor returns every message it keeps, which would count against it.)"""
+    args = _queue_args(settings, **{"x-dead-letter-exchange": dead_letter_exchange})
+    if settings.queue_type == "quorum":
+        args["x-delivery-limit"] = QUORUM_DELIVERY_LIMIT
+    return args
 
 
 def _lane_args(settings: Settings, names: Names, lane: Lane) -> dict[str, Any]:
-    args = _queue_args(settings, **{"x-dead-letter-exchange": names.jobs_dlx})
+    args = _work_args(settings, names.jobs_dlx)
     if settings.queue_type == "classic":
-        # Quorum queues on RabbitMQ 3.x take no x-max-priority: there the lanes alone carry priority.
+        # Quorum queues on RabbitMQ 3.x take no x-max-priority: there the lanes alone carry priority (4.x quorum
+        # queues serve priorities 5 and up ahead of the rest within a lane, with no argument).
         args["x-max-priority"] = lane_max_priority(lane)
     return args
 
@@ -87,10 +119,9 @@ def _job_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topology:
 
 
 def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topology:
-    dead = {"x-dead-letter-exchange": names.webhooks_dlx}
     queues = [
-        QueueSpec(names.webhook_events_queue, _queue_args(settings, **dead)),
-        QueueSpec(names.webhook_deliver_queue, _queue_args(settings, **dead)),
+        QueueSpec(names.webhook_events_queue, _work_args(settings, names.webhooks_dlx)),
+        QueueSpec(names.webhook_deliver_queue, _work_args(settings, names.webhooks_dlx)),
         QueueSpec(names.webhooks_dlq, _queue_args(settings)),
     ]
     bindings = [
@@ -138,8 +169,21 @@ async def declare(channel: AbstractChannel, topology: Topology) -> None:
         exchanges[spec.name] = await channel.declare_exchange(spec.name, spec.type, durable=True)
     queues = {}
     for queue_spec in topology.queues:
-        queues[queue_spec.name] = await channel.declare_queue(
-            queue_spec.name, durable=True, arguments=queue_spec.arguments
-        )
+        try:
+            queues[queue_spec.name] = await channel.declare_queue(
+                queue_spec.name, durable=True, arguments=queue_spec.arguments
+            )
+        except ChannelPreconditionFailed as exc:
+            raise TopologyMismatch(_mismatch(queue_spec, exc)) from exc
     for binding in topology.bindings:
         await queues[binding.queue].bind(exchanges[binding.exchange], routing_key=binding.routing_key)
+
+
+def _mismatch(spec: QueueSpec, exc: ChannelPreconditionFailed) -> str:
+    queue_type = spec.arguments.get("x-queue-type", "classic")
+    return (
+        f"The queue {spec.name} exists on RabbitMQ with other arguments than QUEUE_TYPE={queue_type} and these "
+        f"settings give it (the broker says: {exc}). A queue cannot change type or "
+        "arguments in place: set QUEUE_TYPE (and the delay settings) back to what this NAMESPACE was declared with, "
+        "or start the new queue type under a NAMESPACE of its own once the old one is drained."
+    )

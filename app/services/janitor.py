@@ -1,5 +1,6 @@
 """The DLQ janitor: walks a broker dead-letter queue, removes messages whose job or delivery no longer needs
-them (replayed, redelivered), and leaves every other message in place and in order."""
+them (replayed, redelivered), sends back to its queue a message a quorum queue dead-lettered past its delivery
+limit while its job or delivery is unfinished, and leaves every other message in place and in order."""
 
 import json
 from collections.abc import Awaitable, Callable
@@ -10,12 +11,14 @@ from loguru import logger
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.broker import Broker
-from app.core.statuses import JobStatus
+from app.core.broker import Broker, Outgoing
+from app.core.statuses import TERMINAL, JobStatus
 from app.models.tables import DELIVERIES, JOBS
 from app.services.deliveries import DeliveryStatus
 
 MAX_PER_SWEEP = 1000
+# The reason a quorum queue gives when it dead-letters a message returned more often than its x-delivery-limit.
+DELIVERY_LIMIT = "delivery_limit"
 
 # ids of the messages taken -> the ids that are still dead (so their messages stay)
 StillDead = Callable[[list[str]], Awaitable[set[str]]]
@@ -31,28 +34,50 @@ class DlqJanitor:
     async def sweep(self) -> dict[str, int]:
         """One pass over both DLQs; how many messages each lost."""
         return {
-            self.jobs_dlq: await self._sweep(self.jobs_dlq, _job_id, self._dead_jobs),
-            self.webhooks_dlq: await self._sweep(self.webhooks_dlq, _delivery_id, self._failed_deliveries),
+            self.jobs_dlq: await self._sweep(self.jobs_dlq, _job_id, self._dead_jobs, self._unfinished_jobs),
+            self.webhooks_dlq: await self._sweep(
+                self.webhooks_dlq, _delivery_id, self._failed_deliveries, self._pending_deliveries
+            ),
         }
 
     async def _sweep(
-        self, queue_name: str, key: Callable[[AbstractIncomingMessage], str], still_dead: StillDead
+        self,
+        queue_name: str,
+        key: Callable[[AbstractIncomingMessage], str],
+        still_dead: StillDead,
+        unfinished: StillDead,
     ) -> int:
         channel = await self.broker.connection.channel()
         try:
             taken = await self._take(channel, queue_name)
             keep = await still_dead([key(m) for m in taken])
+            over_limit = {key(m): m for m in taken if key(m) not in keep and _from_queue(m, DELIVERY_LIMIT)}
+            back = await unfinished(list(over_limit)) if over_limit else set()
             removed = 0
-            # Requeued messages go back to their original place in the queue, so the order stays as it was.
-            for message in reversed(taken):
+            # Returned in the order taken: a classic queue puts each back in its old place anyway, a quorum queue
+            # hands returned messages out first, in the order they came back, so the order stays as it was.
+            for message in taken:
                 if key(message) in keep:
                     await message.nack(requeue=True)
-                else:
-                    await message.ack()
-                    removed += 1
+                    continue
+                if key(message) in back:
+                    await self._send_back(message)
+                await message.ack()
+                removed += 1
             return removed
         finally:
             await channel.close()
+
+    async def _send_back(self, message: AbstractIncomingMessage) -> None:
+        """Publish a message dead-lettered past the delivery limit to the queue it came from, with a fresh count;
+        raising (PublishError) leaves it unacked, so it stays in the DLQ for the next sweep."""
+        queue = _from_queue(message, DELIVERY_LIMIT)
+        headers = {k: v for k, v in (message.headers or {}).items() if not k.startswith("x-")}
+        logger.warning(
+            "returning {} to {}: its queue's delivery limit dead-lettered it unfinished", _job_id(message), queue
+        )
+        outgoing = Outgoing("", queue, message.body, headers=headers, message_id=message.message_id)
+        await self.broker.publish(outgoing)
 
     async def _take(self, channel: AbstractChannel, queue_name: str) -> list[AbstractIncomingMessage]:
         queue = await channel.declare_queue(queue_name, passive=True)
@@ -79,12 +104,31 @@ class DlqJanitor:
         async with self.engine.connect() as conn:
             return set((await conn.execute(query)).scalars())
 
+    async def _unfinished_jobs(self, ids: list[str]) -> set[str]:
+        query = select(JOBS.c.id).where(JOBS.c.id.in_(ids), JOBS.c.status.not_in(TERMINAL))
+        async with self.engine.connect() as conn:
+            return set((await conn.execute(query)).scalars())
+
+    async def _pending_deliveries(self, ids: list[str]) -> set[str]:
+        query = select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(ids), DELIVERIES.c.status == DeliveryStatus.PENDING)
+        async with self.engine.connect() as conn:
+            return set((await conn.execute(query)).scalars())
+
     async def cycle(self) -> None:
         """One cycle of the background worker: a sweep while the broker is up."""
         if self.broker.is_up:
             removed = await self.sweep()
             if any(removed.values()):
                 logger.info("DLQ janitor removed {}", removed)
+
+
+def _from_queue(message: AbstractIncomingMessage, reason: str) -> str:
+    """The queue the broker's first x-death entry names when it gives `reason`; empty otherwise."""
+    deaths = (message.headers or {}).get("x-death")
+    if not isinstance(deaths, list) or not deaths or not isinstance(deaths[0], dict):
+        return ""
+    first = deaths[0]
+    return str(first.get("queue", "")) if first.get("reason") == reason else ""
 
 
 def _job_id(message: AbstractIncomingMessage) -> str:

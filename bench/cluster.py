@@ -1,0 +1,289 @@
+"""A three-node RabbitMQ cluster on this machine, beside the system broker, for the tests and for trying it.
+
+`python -m bench.cluster start [DIR]` starts nodes taskq-a, taskq-b and taskq-c (@localhost) on AMQP ports
+5681-5683 (distribution ports 25681-25683; the tests take free ports instead), with their own data, log and
+config files and their own Erlang cookie, all under DIR (default `var/cluster`), joins b and c to a, waits until
+all three run, and prints the `RABBITMQ_URL` that lists them. `python -m bench.cluster stop [DIR]` stops them and
+removes DIR. The system node (rabbit@localhost, port 5672) is never touched: it shares only epmd, which every
+Erlang node on a host shares.
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # the real scripts; /usr/sbin's wrappers switch user and drop the env
+NODE_LETTERS = ("a", "b", "c")
+START_SECONDS = 90
+CLI_PORTS = [5681, 25681, 5682, 25682, 5683, 25683]  # AMQP and distribution port of each node, in turn
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node: its name, its ports, and the folder holding its data, logs, config and cookie."""
+
+    name: str
+    amqp_port: int
+    dist_port: int
+    home: Path
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/"
+
+    def env(self) -> dict[str, str]:
+        """The environment its server and its CLI commands run with: nothing read from /etc/rabbitmq."""
+        home = str(self.home)
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": home,  # $HOME/.erlang.cookie: the cluster's own cookie, for the nodes and the CLI alike
+            "RABBITMQ_NODENAME": self.name,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.amqp_port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_CONF_ENV_FILE": f"{home}/rabbitmq-env.conf",
+            "RABBITMQ_CONFIG_FILE": f"{home}/rabbitmq.conf",
+            "RABBITMQ_ADVANCED_CONFIG_FILE": f"{home}/advanced.config",
+            "RABBITMQ_ENABLED_PLUGINS_FILE": f"{home}/enabled_plugins",
+            "RABBITMQ_MNESIA_BASE": f"{home}/mnesia",
+            "RABBITMQ_LOG_BASE": f"{home}/log",
+            "RABBITMQ_PID_FILE": f"{home}/node.pid",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+        }
+
+
+@dataclass
+class Cluster:
+    """Three nodes under one folder; `start()` and `stop()` may be called again for one node (`node_down/up`)."""
+
+    root: Path
+    nodes: list[Node]
+    die_with_parent: bool = False
+
+    @classmethod
+    def plan(
+        cls, root: Path, prefix: str = "taskq", ports: list[int] | None = None, die_with_parent: bool = False
+    ) -> "Cluster":
+        """Three nodes named <prefix>-a/b/c@localhost, on the ports given or on free ones."""
+        ports = ports or _free_ports(2 * len(NODE_LETTERS))
+        nodes = [
+            Node(f"{prefix}-{letter}@localhost", ports[2 * i], ports[2 * i + 1], root / letter)
+            for i, letter in enumerate(NODE_LETTERS)
+        ]
+        return cls(root, nodes, die_with_parent)
+
+    @property
+    def url(self) -> str:
+        """RABBITMQ_URL for the service: every node, comma-separated."""
+        return ",".join(node.url for node in self.nodes)
+
+    def node(self, name: str) -> Node:
+        return next(node for node in self.nodes if node.name == name)
+
+    def start(self) -> None:
+        """Start the three nodes, join b and c to a, and wait until all three run in one cluster."""
+        cookie = secrets.token_hex(20)
+        for node in self.nodes:
+            _prepare(node, cookie)
+            self.node_up(node)
+        for node in self.nodes[1:]:
+            self.ctl(node, "stop_app")
+            self.ctl(node, "join_cluster", self.nodes[0].name)
+            self.ctl(node, "start_app")
+        self.wait_until_running(len(self.nodes))
+        self._save()
+
+    def node_up(self, node: Node) -> None:
+        """Start one node (again, after `node_down`, with the data it had) and wait until it runs."""
+        log = (node.home / "log" / "server.out").open("ab")
+        subprocess.Popen(
+            [str(RABBITMQ_BIN / "rabbitmq-server")],
+            env=node.env(),
+            cwd=node.home,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,
+        )
+        log.close()
+        deadline = time.monotonic() + START_SECONDS
+        # await_startup needs a node that epmd knows already; until the VM registers, ping fails at once.
+        while self.ctl(node, "ping", check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{node.name} did not answer within {START_SECONDS}s")
+            time.sleep(0.5)
+        self.ctl(node, "await_startup", "--timeout", str(START_SECONDS), timeout=START_SECONDS + 10)
+
+    def node_down(self, node: Node) -> None:
+        """Stop one node the way an operator would; its data stays for `node_up`."""
+        self.ctl(node, "stop", timeout=60, check=False)
+        _wait_gone(node)
+
+    def wait_until_running(self, count: int) -> None:
+        """Wait until some node reports `count` running nodes in its cluster."""
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            for node in self.nodes:
+                if self.running_nodes(node) >= count:
+                    return
+            time.sleep(0.5)
+        raise RuntimeError(f"the cluster did not reach {count} running nodes within {START_SECONDS}s")
+
+    def running_nodes(self, via: Node) -> int:
+        result = self.ctl(via, "cluster_status", "--formatter", "json", check=False)
+        if result.returncode != 0:
+            return 0
+        return len(json.loads(result.stdout).get("running_nodes", []))
+
+    def ctl(self, node: Node, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`rabbitmqctl -n <node> ...` with the cluster's cookie."""
+        return _run(node, "rabbitmqctl", *args, timeout=timeout, check=check)
+
+    def queues(self, node: Node, *columns: str) -> list[dict[str, object]]:
+        """`rabbitmqctl list_queues <columns>` as rows."""
+        result = self.ctl(node, "list_queues", "--formatter", "json", *columns)
+        rows: list[dict[str, object]] = json.loads(result.stdout)
+        return rows
+
+    def stop(self) -> None:
+        """Stop every node (by rabbitmqctl, then by its pid if it lingers) and remove the folder."""
+        for node in self.nodes:
+            if node.home.exists():
+                self.ctl(node, "stop", timeout=60, check=False)
+        for node in self.nodes:
+            _wait_gone(node)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _save(self) -> None:
+        plan = {"nodes": [[n.name, n.amqp_port, n.dist_port, str(n.home)] for n in self.nodes]}
+        (self.root / "cluster.json").write_text(json.dumps(plan))
+
+    @classmethod
+    def load(cls, root: Path) -> "Cluster":
+        plan = json.loads((root / "cluster.json").read_text())
+        return cls(root, [Node(name, amqp, dist, Path(home)) for name, amqp, dist, home in plan["nodes"]])
+
+
+@contextlib.contextmanager
+def running_cluster(root: Path, prefix: str) -> Iterator[Cluster]:
+    """A started cluster, stopped and removed on the way out whatever happened; its nodes die with this process."""
+    cluster = Cluster.plan(root, prefix, die_with_parent=True)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _prepare(node: Node, cookie: str) -> None:
+    for folder in ("mnesia", "log"):
+        (node.home / folder).mkdir(parents=True, exist_ok=True)
+    cookie_file = node.home / ".erlang.cookie"
+    cookie_file.write_text(cookie)
+    cookie_file.chmod(0o400)
+    (node.home / "rabbitmq-env.conf").write_text("")
+    (node.home / "enabled_plugins").write_text("[].\n")
+    (node.home / "advanced.config").write_text("[].\n")
+    (node.home / "rabbitmq.conf").write_text(
+        f"listeners.tcp.local = 127.0.0.1:{node.amqp_port}\nlog.file.level = warning\n"
+    )
+
+
+def _run(node: Node, tool: str, *args: str, timeout: float, check: bool) -> subprocess.CompletedProcess[str]:
+    command = [str(RABBITMQ_BIN / tool), "-n", node.name, *args]
+    result = subprocess.run(command, env=node.env(), capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:])} failed ({result.returncode}): {result.stderr.strip()}")
+    return result
+
+
+def _pid(node: Node) -> int | None:
+    try:
+        return int((node.home / "node.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def _wait_gone(node: Node, seconds: float = 30) -> None:
+    """Wait for the node's VM to exit; SIGKILL it by its own pid when it does not."""
+    pid = _pid(node)
+    if pid is None:
+        return
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    (node.home / "node.pid").unlink(missing_ok=True)
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (1, 2) or argv[0] not in ("start", "stop"):
+        print("usage: python -m bench.cluster start|stop [DIR]  (DIR defaults to var/cluster)", file=sys.stderr)
+        return 2
+    root = Path(argv[1] if len(argv) == 2 else "var/cluster").resolve()
+    if argv[0] == "stop":
+        if not (root / "cluster.json").exists():
+            print(f"No cluster was started in {root}.", file=sys.stderr)
+            return 1
+        Cluster.load(root).stop()
+        print(f"Stopped the cluster and removed {root}.")
+        return 0
+    if (root / "cluster.json").exists():
+        print(f"A cluster already runs from {root}; stop it first: python -m bench.cluster stop", file=sys.stderr)
+        return 1
+    cluster = Cluster.plan(root, ports=CLI_PORTS)
+    try:
+        cluster.start()
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"The cluster did not start ({exc}); logs are in {root}/*/log. Stopping what started.", file=sys.stderr)
+        cluster.stop()
+        return 1
+    print(f"Three nodes run. Use them with:\n\n    QUEUE_TYPE=quorum RABBITMQ_URL={cluster.url}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
