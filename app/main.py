@@ -6,6 +6,7 @@ from functools import partial
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
 from loguru import logger
 from prometheus_fastapi_instrumentator import Instrumentator
 from prometheus_fastapi_instrumentator import metrics as http_metrics
@@ -150,4 +151,6 @@ def _instrument(app: FastAPI) -> None:
         should_group_status_codes=False, should_exclude_streaming_duration=True, excluded_handlers=["/metrics"]
     )
     instrumentator.add(*(metric for metric in HTTP_METRICS if metric is not None))
-    instrumentator.instrument(app).expose(app, tags=["operations"], summary="Prometheus metrics (no auth)")
+    instrumentator.instrument(app).expose(
+        app, tags=["operations"], summary="Prometheus metrics (no auth)", response_class=PlainTextResponse
+    )

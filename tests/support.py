@@ -186,10 +186,10 @@ class Process:
 
 
 @contextlib.contextmanager
-def app_process(args: list[str], env: dict[str, str], log: Path) -> Iterator[Process]:
-    """Run `python -m app <args>`; killed on the way out whatever happens."""
+def app_process(args: list[str], env: dict[str, str], log: Path, module: str = "app") -> Iterator[Process]:
+    """Run `python -m app <args>` (or a test launcher of it, `module`); killed on the way out whatever happens."""
     with log.open("wb") as out:
-        popen = subprocess.Popen([sys.executable, "-m", "app", *args], env=env, cwd=ROOT, stdout=out, stderr=out)
+        popen = subprocess.Popen([sys.executable, "-m", module, *args], env=env, cwd=ROOT, stdout=out, stderr=out)
     process = Process(popen, log)
     try:
         yield process

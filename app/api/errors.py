@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.core.database import is_unreachable
 from app.core.secret_box import SecretsUnavailable
@@ -82,10 +83,26 @@ async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(_body(exc.code, exc.detail, **exc.extra), exc.status, headers=exc.headers)
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI could not read the body as JSON: the answer the contract gives for that
+        detail = "The body is not valid JSON (UTF-8); send a JSON object."
+        return JSONResponse(_body("invalid_json", detail), 422)
     code = {404: "not_found", 405: "method_not_allowed", 408: "body_timeout"}.get(exc.status_code, "http_error")
-    return JSONResponse(_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": ", ".join(_allowed(request))}
+    return JSONResponse(_body(code, str(exc.detail)), exc.status_code, headers=headers)
+
+
+def _allowed(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's own answer names only the first route's)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches({**request.scope, "method": "__NONE__"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 async def _request_validation(_: Request, exc: Exception) -> JSONResponse:

@@ -1,9 +1,10 @@
 """Webhook endpoints and deliveries as clients see them."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.handlers.registry import JOB_TYPES
@@ -34,13 +35,25 @@ class WebhookCreate(BaseModel):
         return value
 
 
+NOT_NULL = ("url", "events", "active")
+
+
 class WebhookUpdate(BaseModel):
+    """The fields to change; a field left out keeps its value. Only `description` may be set to null."""
+
     model_config = REQUEST_CONFIG
 
-    url: str | None = Field(default=None, **URL_RULES)
-    events: list[EventType] | None = Field(default=None, min_length=1)
+    url: Annotated[str, Field(**URL_RULES)] | SkipJsonSchema[None] = None
+    events: Annotated[list[EventType], Field(min_length=1)] | SkipJsonSchema[None] = None
     description: str | None = Field(default=None, max_length=500)
-    active: bool | None = None
+    active: bool | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _no_nulls(self) -> "WebhookUpdate":
+        nulls = [name for name in NOT_NULL if name in self.model_fields_set and getattr(self, name) is None]
+        if nulls:
+            raise ValueError(f"{', '.join(nulls)} cannot be null; leave a field out to keep its value")
+        return self
 
 
 class WebhookOut(BaseModel):
