@@ -8,7 +8,7 @@ from typing import Any
 
 from loguru import logger
 from pydantic import ValidationError
-from sqlalchemy import Update, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core import metrics
@@ -55,6 +55,15 @@ def plan(schedule: Row, now: datetime) -> Firing:
     return Firing(schedule, fire_at, following)
 
 
+def _due(now: datetime) -> ColumnElement[bool]:
+    return and_(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
+
+
+def claim_due(now: datetime, limit: int) -> Select[Any]:
+    """The due schedules, locked for this transaction; another scheduler passes over them (`skip_locked`)."""
+    return skip_locked(select(SCHEDULES).where(_due(now)).order_by(SCHEDULES.c.next_run_at).limit(limit), SCHEDULES)
+
+
 def advance(firings: list[Firing], now: datetime) -> Update:
     """Every due schedule to its next firing in one UPDATE, each guarded by the version it was read at."""
     by_id = {f.schedule["id"]: f for f in firings}
@@ -78,15 +87,11 @@ def advance(firings: list[Firing], now: datetime) -> Update:
 async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int) -> int:
     """Fire up to `limit` due schedules, each once; publish their jobs after the commit. Returns how many fired."""
     now = utcnow()
-    due = skip_locked(
-        select(SCHEDULES)
-        .where(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
-        .order_by(SCHEDULES.c.next_run_at)
-        .limit(limit),
-        SCHEDULES,
-    )
+    async with engine.connect() as conn:  # most cycles find nothing due: a read, not a locking transaction
+        if (await conn.execute(select(SCHEDULES.c.id).where(_due(now)).limit(1))).first() is None:
+            return 0
     async with engine.begin() as conn:
-        firings = [plan(dict(row._mapping), now) for row in await conn.execute(due)]
+        firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit))]
         if not firings:
             return 0
         taken = set((await conn.execute(advance(firings, now))).scalars())
