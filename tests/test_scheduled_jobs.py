@@ -5,6 +5,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from prometheus_client import REGISTRY
 from sqlalchemy import insert, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -12,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
 from app.services.due_jobs import claim_due
+from app.services.gauges import Gauges
 from app.workers.job_worker import JobWorker
 from tests.support import Api, make_job, trail, until_status, wait_for
 
@@ -160,3 +162,18 @@ async def test_a_job_a_month_away_is_queued_once_its_time_is_moved_near(api: Api
 
     await wait_for(lambda: wait_queued(db, job["id"]), within=10)
     assert (await api.job(headers, job["id"]))["status"] in ("queued", "running", "succeeded")
+
+
+async def test_the_scheduler_metrics_count_waiting_jobs_and_the_lag_of_queued_ones(api: Api, db: AsyncEngine) -> None:
+    headers = await api.new_client("sched-metrics")
+    lag = {"source": "run_at"}
+    queued_before = REGISTRY.get_sample_value("scheduler_lag_seconds_count", lag) or 0
+    waiting = (await api.submit(headers, delay_seconds=3600)).json()
+    soon = (await api.submit(headers, delay_seconds=0.3)).json()
+
+    await Gauges(api.app.state.api.resources).scheduled()
+
+    assert (REGISTRY.get_sample_value("scheduled_jobs_waiting") or 0) >= 1
+    await wait_for(lambda: wait_queued(db, soon["id"]), within=10)
+    assert (REGISTRY.get_sample_value("scheduler_lag_seconds_count", lag) or 0) >= queued_before + 1
+    await api.client.post(f"/api/v1/jobs/{waiting['id']}/cancel", headers=headers)

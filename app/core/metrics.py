@@ -78,10 +78,13 @@ GROUP_COMMIT_BATCH = Histogram(
 GROUP_COMMIT_FLUSH = Histogram(
     "group_commit_flush_seconds", "How long one group-commit flush took.", ["batcher"], buckets=FLUSH_BUCKETS
 )
-SCHEDULED_WAITING = Gauge("scheduled_jobs_waiting", "Jobs in `scheduled`, waiting for their time.")
+SCHEDULED_WAITING = Gauge(
+    "scheduled_jobs_waiting", "Jobs in `scheduled`, waiting for their time.", multiprocess_mode=LIVE
+)
 SCHEDULED_OVERDUE = Gauge(
     "scheduled_overdue_seconds",
     "How long past its time the most overdue scheduled job or active schedule still waits (0 when none).",
+    multiprocess_mode=LIVE,
 )
 SCHEDULER_LAG = Histogram(
     "scheduler_lag_seconds",
