@@ -235,8 +235,9 @@ class Submitter:
         except Exception:  # the rows are committed: whatever went wrong here, the relay publishes them
             logger.exception("publishing {} saved job(s) failed", len(saved))
             confirmed = [False] * len(saved)
-        if not all(confirmed):
-            logger.warning("{} job(s) saved as pending, the relay will publish them", confirmed.count(False))
+        unconfirmed = sum(1 for (draft, _), ok in zip(saved, confirmed, strict=True) if not ok and not draft.scheduled)
+        if unconfirmed:
+            logger.warning("{} job(s) saved as pending, the relay will publish them", unconfirmed)
         return {draft.job["id"]: ok for (draft, _), ok in zip(saved, confirmed, strict=True)}
 
     async def close(self) -> None:
