@@ -14,7 +14,7 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from app.api import errors
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
-from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, webhooks, workers
+from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, schedules, webhooks, workers
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.config import Settings, get_settings
@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
     _instrument(app)
-    for module in (health, api_keys, jobs, live, webhooks, deliveries, dlq, circuits, logs, workers):
+    for module in (health, api_keys, jobs, schedules, live, webhooks, deliveries, dlq, circuits, logs, workers):
         app.include_router(module.router)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app

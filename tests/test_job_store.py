@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
+from app.services import firings
+from app.services.due_jobs import claim_due
 from app.services.outbox import Outbox
 from app.services.transitions import Change, compare_and_set
 from app.workers.job_batches import JobBatches
@@ -172,3 +174,9 @@ def test_the_batch_statements_render_for_mssql_with_output_instead_of_returning(
     assert "OUTPUT inserted.id" in cas and "RETURNING" not in cas
     assert cas.count("CASE jobs.id") == 2  # the per-row result and the per-row seq guard
     assert "SKIP LOCKED" not in cas.upper()
+    # The scheduler's claim of due jobs: MSSQL's equivalent of SKIP LOCKED is a table hint on the inner SELECT.
+    due = _mssql(claim_due(NOW, 200))
+    assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in due and "SELECT TOP 200 jobs.id" in due
+    assert "OUTPUT inserted." in due and "FOR UPDATE" not in due.upper() and "RETURNING" not in due
+    schedules = _mssql(firings.claim_due(NOW, 200))
+    assert "FROM schedules WITH (UPDLOCK, READPAST, ROWLOCK)" in schedules and "schedules.active = 1" in schedules

@@ -30,6 +30,7 @@ TABLES = {
     "deliveries",
     "delivery_attempts",
     "artifacts",
+    "schedules",
     "alembic_version",
 }
 
@@ -61,6 +62,8 @@ def test_the_mssql_rendering_uses_portable_sql_and_never_loads_the_odbc_driver()
     assert "BIGINT NOT NULL IDENTITY" in sql
     assert "payload NVARCHAR(max) NOT NULL" in sql
     assert "body VARBINARY(max) NOT NULL" in sql and "IMAGE" not in sql
+    assert "CREATE TABLE schedules" in sql and "active BIT NOT NULL" in sql
+    assert "ALTER TABLE jobs ADD run_at DATETIMEOFFSET NULL" in sql
     upper = sql.upper()
     for dialect_only in ("SKIP LOCKED", "FOR UPDATE", "NOW()", "CURRENT_TIMESTAMP"):
         assert dialect_only not in upper, dialect_only
@@ -96,7 +99,7 @@ def test_migrate_creates_every_table_on_a_fresh_sqlite_file_and_may_run_again(tm
     assert first.returncode == 0, first.stderr
     assert tables_of(database) == TABLES
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0005",)]
 
     second = run_migrate(database)
 

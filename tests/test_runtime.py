@@ -104,12 +104,13 @@ async def test_a_worker_process_starts_its_loops_and_metrics_before_the_worker_s
             "overdue_republisher",
             "dlq_janitor",
             "retention",
+            "scheduler",
             "metrics_server",
             "metrics_gauges",
             "job_worker",
         ]
         assert "metrics_server" not in runtime.workers
-        assert [worker.kind for worker in runtime.workers.values()] == [WorkerKind.BACKGROUND] * 5 + [WorkerKind.JOB]
+        assert [worker.kind for worker in runtime.workers.values()] == [WorkerKind.BACKGROUND] * 6 + [WorkerKind.JOB]
 
 
 @pytest.fixture
@@ -179,6 +180,7 @@ async def test_the_api_runs_the_background_workers_and_they_report_their_cycles(
         "overdue_republisher",
         "dlq_janitor",
         "retention",
+        "scheduler",
         "live_feed",
         "reply_inbox",
         "job_service",

@@ -12,6 +12,7 @@ from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
+from app.services.schedules import ScheduleService
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
@@ -36,6 +37,8 @@ class ApiState:
     workers: dict[str, Callable[[], str]] = field(default_factory=dict)
     held: set[str] = field(default_factory=set)  # the workers of this process an operator stopped
     waiting: Waiting = field(init=False)
+    schedules: ScheduleService = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
+        self.schedules = ScheduleService(self.jobs.engine, self.jobs)

@@ -160,6 +160,16 @@ class Settings(BaseSettings):
     background_backoff_max_seconds: float = Field(default=1800, gt=0)
     """The longest wait of a failing background loop, in seconds."""
 
+    scheduler_enabled: bool = True
+    """Run the scheduler in this process: the background worker that queues jobs submitted with run_at or
+    delay_seconds when they are due and fires recurring schedules (docs/scheduling.md). Any number of processes
+    may run it at once."""
+    scheduler_interval_seconds: float = Field(default=1.0, gt=0, le=60)
+    """Seconds between two passes of the scheduler: about how late a due job may start."""
+    scheduler_batch_size: int = Field(default=200, ge=1, le=200)
+    """The most due jobs (or schedules) one statement of the scheduler claims; at most 200, which keeps every
+    statement within MSSQL's 2,100 parameters."""
+
     db_pool_size: int = Field(default=10, ge=1)
     """Connections per database pool; the pool may open as many again as overflow (ignored for SQLite)."""
 

@@ -150,6 +150,7 @@ PUBLIC_FIELDS = (
     "updated_at",
     "started_at",
     "finished_at",
+    "run_at",
 )
 
 

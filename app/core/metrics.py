@@ -23,6 +23,8 @@ from prometheus_client import Counter, Gauge, Histogram, multiprocess, start_htt
 
 from app.core.statuses import JobStatus
 
+# How late the scheduler queued a scheduled job or fired a schedule: its cycle is a second or so.
+LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600)
 # A job's run time and a webhook attempt's: from a few milliseconds up to the longest timeouts allowed.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1500)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
@@ -76,6 +78,20 @@ GROUP_COMMIT_BATCH = Histogram(
 GROUP_COMMIT_FLUSH = Histogram(
     "group_commit_flush_seconds", "How long one group-commit flush took.", ["batcher"], buckets=FLUSH_BUCKETS
 )
+SCHEDULED_WAITING = Gauge(
+    "scheduled_jobs_waiting", "Jobs in `scheduled`, waiting for their time.", multiprocess_mode=LIVE
+)
+SCHEDULED_OVERDUE = Gauge(
+    "scheduled_overdue_seconds",
+    "How long past its time the most overdue scheduled job or active schedule still waits (0 when none).",
+    multiprocess_mode=LIVE,
+)
+SCHEDULER_LAG = Histogram(
+    "scheduler_lag_seconds",
+    "From a scheduled job's time (or a schedule's firing time) to the scheduler queueing it.",
+    ["source"],
+    buckets=LAG_BUCKETS,
+)
 
 BREAKER_VALUES = {"closed": 0, "open": 1, "half_open": 2}
 SUCCEEDED, RETRYING, FAILED = "succeeded", "retrying", "failed"  # webhook_deliveries_total's outcomes
@@ -106,6 +122,8 @@ rate_limited = Children(RATE_LIMIT_REJECTED)
 deliveries = Children(WEBHOOK_DELIVERIES)
 batch_sizes = Children(GROUP_COMMIT_BATCH)
 flush_times = Children(GROUP_COMMIT_FLUSH)
+scheduler_lag = Children(SCHEDULER_LAG)
+DELAYED, RECURRING = "run_at", "schedule"  # scheduler_lag_seconds' sources
 
 
 def count_submitted(jobs: Iterable[tuple[str, str, int]]) -> None:

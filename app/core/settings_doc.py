@@ -23,6 +23,7 @@ SECTIONS = {
     "outbox_relay_interval": "Outbox relay",
     "webhook_retry_schedule": "Webhooks",
     "retention_delivery_days": "Retention and background loops",
+    "scheduler_enabled": "Scheduled and recurring jobs",
     "db_pool_size": "Database pool",
     "metrics_port": "Metrics and heartbeats",
     "cpu_pool_size": "CPU-bound jobs and artifacts",

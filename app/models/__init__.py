@@ -5,6 +5,7 @@ from app.models.artifact import Artifact
 from app.models.base import Base
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
+from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "Job",
     "JobEvent",
     "OutboxMessage",
+    "Schedule",
     "WebhookEndpoint",
 ]

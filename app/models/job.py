@@ -38,6 +38,9 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # When a job submitted with run_at or delay_seconds is due; while it is `scheduled`, next_attempt_at holds
+    # the same time, so the scheduler's scan rides the (status, next_attempt_at) index.
+    run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.

@@ -150,6 +150,7 @@ JOB_COLUMNS = (
     ("updated_at", "timestamptz"),
     ("started_at", "timestamptz"),
     ("finished_at", "timestamptz"),
+    ("run_at", "timestamptz"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("

@@ -31,6 +31,7 @@ class JobRow(TypedDict):
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    run_at: datetime | None
 
 
 def job_row(mapping: Any) -> JobRow:

@@ -8,6 +8,7 @@ from app.models.api_key import ApiKey
 from app.models.artifact import Artifact
 from app.models.job import Job, JobEvent
 from app.models.outbox import OutboxMessage
+from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 
 JOBS = cast(Table, Job.__table__)
@@ -19,3 +20,4 @@ CLIENT_SECRETS = cast(Table, ClientSecret.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
 ATTEMPTS = cast(Table, DeliveryAttempt.__table__)
 ARTIFACTS = cast(Table, Artifact.__table__)
+SCHEDULES = cast(Table, Schedule.__table__)

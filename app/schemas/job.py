@@ -6,13 +6,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, create_model
+from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, create_model, model_validator
 
 from app.handlers.base import JobType
 from app.handlers.registry import JOB_TYPES
 from app.schemas.requests import REQUEST_CONFIG
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
+MAX_DELAY_SECONDS = 365 * 24 * 3600  # a year
 
 
 class JobOptions(BaseModel):
@@ -25,9 +26,21 @@ class JobOptions(BaseModel):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     callback_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
     timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
+    run_at: AwareDatetime | None = Field(
+        default=None, strict=False, description="When to run it (ISO 8601 with an offset); a time in the past runs now."
+    )
+    delay_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_DELAY_SECONDS, allow_inf_nan=False, description="Run it this many seconds from now."
+    )
     # Each job type's request model narrows these two: job_type to its name, payload to its model.
     job_type: str
     payload: Any
+
+    @model_validator(mode="after")
+    def _one_time_at_most(self) -> "JobOptions":
+        if self.run_at is not None and self.delay_seconds is not None:
+            raise ValueError("give run_at or delay_seconds, not both")
+        return self
 
 
 def _request_model(job_type: JobType) -> type[JobOptions]:
@@ -47,6 +60,7 @@ _ANY_REQUEST: Any = Annotated[functools.reduce(operator.or_, REQUEST_MODELS), Fi
 
 # The body of POST /jobs: a union discriminated by job_type, so each type shows its own payload in OpenAPI.
 JOB_REQUEST: TypeAdapter[JobOptions] = TypeAdapter(_ANY_REQUEST)
+JobRequest: Any = _ANY_REQUEST  # the same union, as a field's type (a schedule's job)
 
 # Shown with JobRequest in OpenAPI; tests/test_openapi.py checks each against the schema.
 JOB_REQUEST_EXAMPLES: list[dict[str, Any]] = [
@@ -98,6 +112,7 @@ class JobOut(BaseModel):
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    run_at: datetime | None = Field(default=None, description="When a job submitted with a time is due.")
 
 
 class JobPage(BaseModel):

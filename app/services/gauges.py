@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 
 from app.core import metrics
 from app.core.resources import Resources
-from app.core.statuses import WorkerState
+from app.core.statuses import JobStatus, WorkerState
 from app.handlers.registry import JOB_TYPES
-from app.models.tables import OUTBOX
+from app.models.tables import JOBS, OUTBOX, SCHEDULES
 from app.models.types import utcnow
 from app.services.breakers import job_type_breakers
 
@@ -51,7 +51,7 @@ class Gauges:
     async def collect(self) -> None:
         """Every gauge once; a reading that fails or times out leaves its gauges as they were."""
         self.heartbeats()
-        readings = (self.queues(), self.outbox(), self.job_circuits(), self.endpoint_circuits())
+        readings = (self.queues(), self.outbox(), self.job_circuits(), self.endpoint_circuits(), self.scheduled())
         results = await asyncio.gather(*(asyncio.wait_for(r, READ_TIMEOUT) for r in readings), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
@@ -93,6 +93,18 @@ class Gauges:
             count, oldest = (await conn.execute(select(func.count(), func.min(OUTBOX.c.created_at)))).one()
         metrics.OUTBOX_BACKLOG.set(count)
         metrics.OUTBOX_OLDEST_AGE.set(max(0.0, (utcnow() - oldest).total_seconds()) if oldest else 0.0)
+
+    async def scheduled(self) -> None:
+        """Jobs waiting for their time, and how late the most overdue job or active schedule is."""
+        waiting = select(func.count(), func.min(JOBS.c.next_attempt_at)).where(JOBS.c.status == JobStatus.SCHEDULED)
+        firing = select(func.min(SCHEDULES.c.next_run_at)).where(SCHEDULES.c.active)
+        async with self.resources.engine.connect() as conn:
+            count, earliest_job = (await conn.execute(waiting)).one()
+            earliest_firing = (await conn.execute(firing)).scalar()
+        metrics.SCHEDULED_WAITING.set(count)
+        now = utcnow()
+        lags = [(now - due).total_seconds() for due in (earliest_job, earliest_firing) if due is not None]
+        metrics.SCHEDULED_OVERDUE.set(max([0.0, *lags]))
 
     async def job_circuits(self) -> None:
         circuits = await asyncio.gather(*(self.breakers.check(job_type) for job_type in JOB_TYPES))

@@ -57,7 +57,7 @@ class JobService:
         client = principal.client_id
         drafts = new_drafts(self.names, client, requests, request_id)
         if reply_id is not None:
-            drafts = [replace(d, message=expecting_reply(d.message, reply_id)) for d in drafts]
+            drafts = [d if d.scheduled else replace(d, message=expecting_reply(d.message, reply_id)) for d in drafts]
         repeats = repeated_keys(drafts)
         unique = [d for d in drafts if d.index not in repeats]
         keyed = [d for d in unique if d.key is not None]
@@ -158,7 +158,9 @@ async def _outcomes(filed: Filed, known: dict[int, JobRow]) -> Outcomes:
     published = await filed.published()
     outcomes: Outcomes = {index: (row, Submitted.EXISTING) for index, row in {**known, **filed.repeats}.items()}
     for draft in filed.inserted:
-        if published.get(draft.job["id"]):
+        if draft.scheduled:
+            outcomes[draft.index] = (draft.job, Submitted.CREATED)  # saved is all it needs: it waits in the DB
+        elif published.get(draft.job["id"]):
             outcomes[draft.index] = (as_queued(draft.job), Submitted.CREATED)
         else:
             outcomes[draft.index] = (draft.job, Submitted.PENDING)

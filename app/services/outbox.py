@@ -54,7 +54,9 @@ async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = Non
     return Pending(int(key[0]), message, job_id)
 
 
-async def add_many(conn: AsyncConnection, messages: list[Outgoing], job_ids: list[str] | None = None) -> list[Pending]:
+async def add_many(
+    conn: AsyncConnection, messages: list[Outgoing], job_ids: list[str | None] | None = None
+) -> list[Pending]:
     """Stage several messages with one statement; `job_ids` marks job messages (their publish queues the job)."""
     if not messages:
         return []

@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from loguru import logger
 from sqlalchemy import insert
@@ -22,7 +22,7 @@ from app.core import metrics
 from app.core.broker import Outgoing
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
-from app.core.messages import JobMessage, job_outgoing
+from app.core.messages import JobMessage, job_event, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent
 from app.models import pg_batch
@@ -70,30 +70,48 @@ class Draft:
     def digest(self) -> str:
         return self.job["request_hash"] or ""
 
+    @property
+    def scheduled(self) -> bool:
+        """Saved to wait for its time: its outbox row is the `job.scheduled` event; the scheduler queues it."""
+        return self.job["status"] == JobStatus.SCHEDULED
+
 
 def new_drafts(names: Names, client_id: str, requests: Sequence[JobOptions], request_id: str | None) -> list[Draft]:
     """The rows and messages of one request's jobs; a microsecond apart, so newest-first lists keep their order."""
     start = utcnow()
     drafts = []
     for index, request in enumerate(requests):
-        job = new_job_row(client_id, request, request_id, start + timedelta(microseconds=index))
-        drafts.append(Draft(index, job, job_outgoing(names, JobMessage.from_row(job))))
+        at = start + timedelta(microseconds=index)
+        job = new_job_row(client_id, request, request_id, at)
+        message = job_event(names, job, at) if job["status"] == JobStatus.SCHEDULED else None
+        drafts.append(Draft(index, job, message or job_outgoing(names, JobMessage.from_row(job))))
     return drafts
 
 
+def due_at(request: JobOptions, now: datetime) -> datetime | None:
+    """When a job that asked to wait is due; None for one to run now (a run_at in the past runs now)."""
+    if request.delay_seconds is not None:
+        return now + timedelta(seconds=request.delay_seconds)
+    if request.run_at is not None and request.run_at > now:
+        return request.run_at.astimezone(UTC)
+    return None
+
+
 def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now: datetime) -> JobRow:
-    """A new job's full row: `pending` until the broker confirms its message."""
+    """A new job's full row: `pending` until the broker confirms its message, or `scheduled` (pending ->
+    scheduled as it is saved) until its time."""
+    due = due_at(request, now)
     return {
         "id": str(uuid.uuid4()),
         "client_id": client_id,
         "job_type": request.job_type,
-        "status": str(JobStatus.PENDING),
+        "status": str(JobStatus.PENDING if due is None else JobStatus.SCHEDULED),
         "priority": request.priority,
         "max_retries": request.max_retries,
         "timeout_seconds": request.timeout_seconds,
         "attempts": 0,
         "runs": 0,
-        "seq": 0,
+        "seq": 0 if due is None else 1,
         "payload": request.payload.model_dump(mode="json"),
         "result": None,
         "error": None,
@@ -103,11 +121,12 @@ def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now
         "callback_url": request.callback_url,
         "request_id": request_id,
         "lease_until": None,
-        "next_attempt_at": None,
+        "next_attempt_at": due,
         "created_at": now,
         "updated_at": now,
         "started_at": None,
         "finished_at": None,
+        "run_at": due or (request.run_at.astimezone(UTC) if request.run_at else None),
     }
 
 
@@ -122,8 +141,16 @@ async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[
         {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
         for d in drafts
     ]
+    waits = {"from": str(JobStatus.PENDING), "to": str(JobStatus.SCHEDULED), "attempt": 0}
+    events += [
+        {"job_id": d.job["id"], "event": JobStatus.SCHEDULED, "detail": waits, "created_at": d.job["created_at"]}
+        for d in drafts
+        if d.scheduled
+    ]
     await audit_many(conn, events)
-    return await outbox_rows.add_many(conn, [d.message for d in drafts], [d.job["id"] for d in drafts])
+    # A job message's row queues its job once published; a scheduled job's row is an event, like any other.
+    owners = [None if d.scheduled else d.job["id"] for d in drafts]
+    return await outbox_rows.add_many(conn, [d.message for d in drafts], owners)
 
 
 @dataclass(frozen=True)
@@ -208,8 +235,9 @@ class Submitter:
         except Exception:  # the rows are committed: whatever went wrong here, the relay publishes them
             logger.exception("publishing {} saved job(s) failed", len(saved))
             confirmed = [False] * len(saved)
-        if not all(confirmed):
-            logger.warning("{} job(s) saved as pending, the relay will publish them", confirmed.count(False))
+        unconfirmed = sum(1 for (draft, _), ok in zip(saved, confirmed, strict=True) if not ok and not draft.scheduled)
+        if unconfirmed:
+            logger.warning("{} job(s) saved as pending, the relay will publish them", unconfirmed)
         return {draft.job["id"]: ok for (draft, _), ok in zip(saved, confirmed, strict=True)}
 
     async def close(self) -> None:

@@ -1,5 +1,6 @@
 """Background workers: loops that run one cycle every `interval` seconds (the outbox relay, the overdue
-republisher, the DLQ janitor, retention, the metrics gauges) and back off when their cycles keep failing."""
+republisher, the DLQ janitor, retention, the scheduler, the metrics gauges) and back off when their cycles keep
+failing."""
 
 import asyncio
 import contextlib
@@ -19,6 +20,7 @@ from app.services.janitor import DlqJanitor
 from app.services.outbox import Outbox
 from app.services.overdue import republish_overdue
 from app.services.retention import Retention
+from app.services.scheduler import Scheduler
 from app.workers.reports import WorkerReport
 
 FAILURES_TO_OPEN = 3
@@ -159,6 +161,9 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
     """The loops every process runs beside its workers."""
     settings, names, backoff = resources.settings, resources.names, backoff_of(resources)
     janitor = DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq)
+    scheduler = [
+        BackgroundLoop("scheduler", Scheduler(resources, outbox).cycle, settings.scheduler_interval_seconds, backoff)
+    ]
     return [
         BackgroundLoop("outbox_relay", outbox.relay_cycle, settings.outbox_relay_interval, backoff),
         BackgroundLoop(
@@ -168,6 +173,7 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
         BackgroundLoop(
             "retention", Retention.from_settings(resources).cycle, settings.retention_interval_seconds, backoff
         ),
+        *(scheduler if settings.scheduler_enabled else []),
     ]
 
 

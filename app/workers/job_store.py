@@ -183,6 +183,8 @@ class JobStore:
             return ToDeadLetters([])
         if status == S.PENDING:
             return Raced()
+        if status == S.SCHEDULED:  # not its time: the scheduler publishes its message when it is due
+            return Drop("job is scheduled")
         lease, due = job["lease_until"], job["next_attempt_at"]
         if status == S.RUNNING and lease is not None and lease > now:
             return Defer((lease - now).total_seconds())

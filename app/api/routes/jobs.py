@@ -156,7 +156,7 @@ async def job_logs(job_id: str, state: StateDep, principal: PrincipalDep) -> lis
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses={409: {"description": "Running or finished."}})
 async def cancel_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
-    """A pending, queued or retrying job will not run; anything else answers 409."""
+    """A pending, scheduled, queued or retrying job will not run; anything else answers 409."""
     try:
         job = await state.dlq.cancel(principal, job_id)
     except NotCancellable as exc:

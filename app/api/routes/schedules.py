@@ -1,0 +1,104 @@
+"""Recurring schedules: create, list, read, change (pause with `active: false`), delete, trigger one run now."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from app.api.deps import PrincipalDep, StateDep
+from app.api.errors import ApiError, not_found
+from app.api.routes.jobs import SUBMIT_STATUS
+from app.schemas.job import JobOut
+from app.schemas.schedule import ScheduleCreate, ScheduleOut, SchedulePage, ScheduleUpdate
+from app.services.pagination import BadCursor, encode
+
+router = APIRouter(prefix="/api/v1/schedules", tags=["schedules"])
+INVALID: dict[int | str, dict[str, Any]] = {
+    422: {"description": "A bad cron expression or time zone, or a job request that is not valid."}
+}
+MISSING: dict[int | str, dict[str, Any]] = {404: {"description": "No such schedule for this client."}}
+
+
+def _job(request: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = request.model_dump(mode="json", exclude_unset=True)
+    return dumped
+
+
+async def _safe_callback(state: StateDep, job: dict[str, Any]) -> None:
+    if job.get("callback_url"):
+        await state.webhooks.check_url(job["callback_url"])
+
+
+@router.post("", status_code=201, response_model=ScheduleOut, responses=INVALID)
+async def create_schedule(body: ScheduleCreate, state: StateDep, principal: PrincipalDep) -> ScheduleOut:
+    """Save a schedule; each firing submits `job` under the idempotency key `schedule:<id>:<fire time>`."""
+    fields = {**body.model_dump(exclude={"job"}), "job": _job(body.job)}
+    await _safe_callback(state, fields["job"])
+    return ScheduleOut.model_validate(await state.schedules.create(principal, fields))
+
+
+@router.get("", response_model=SchedulePage)
+async def list_schedules(
+    state: StateDep,
+    principal: PrincipalDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> SchedulePage:
+    """The caller's schedules, newest first, a page at a time."""
+    try:
+        rows, last = await state.schedules.page(principal, limit, cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from exc
+    next_cursor = encode(last["created_at"], last["id"]) if last else None
+    return SchedulePage(items=[ScheduleOut.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.get("/{schedule_id}", response_model=ScheduleOut, responses=MISSING)
+async def get_schedule(schedule_id: str, state: StateDep, principal: PrincipalDep) -> ScheduleOut:
+    row = await state.schedules.get(principal, schedule_id)
+    if row is None:
+        raise not_found("schedule")
+    return ScheduleOut.model_validate(row)
+
+
+@router.patch("/{schedule_id}", response_model=ScheduleOut, responses={**INVALID, **MISSING})
+async def update_schedule(
+    schedule_id: str, body: ScheduleUpdate, state: StateDep, principal: PrincipalDep
+) -> ScheduleOut:
+    """Change any field; `active: false` pauses it (no firing), `active: true` resumes it from now on (the
+    periods it was paused are not made up)."""
+    changes = body.model_dump(exclude_unset=True, exclude={"job"})
+    if body.job is not None:
+        changes["job"] = _job(body.job)
+        await _safe_callback(state, changes["job"])
+    row = await state.schedules.update(principal, schedule_id, changes)
+    if row is None:
+        raise not_found("schedule")
+    return ScheduleOut.model_validate(row)
+
+
+@router.delete("/{schedule_id}", status_code=204, responses=MISSING)
+async def delete_schedule(schedule_id: str, state: StateDep, principal: PrincipalDep) -> Response:
+    """No further firing; the jobs it made stay."""
+    if not await state.schedules.delete(principal, schedule_id):
+        raise not_found("schedule")
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{schedule_id}/trigger",
+    status_code=201,
+    response_model=JobOut,
+    responses={
+        **MISSING,
+        200: {"model": JobOut, "description": "Triggered already within this second: that job."},
+        202: {"model": JobOut, "description": "Saved as `pending`; published once the broker is back."},
+    },
+)
+async def trigger_schedule(schedule_id: str, response: Response, state: StateDep, principal: PrincipalDep) -> JobOut:
+    """One run now, besides the cron's: the job it submits, answered as a submit is."""
+    placed = await state.schedules.trigger(principal, schedule_id)
+    if placed is None:
+        raise not_found("schedule")
+    job, outcome = placed
+    response.status_code = SUBMIT_STATUS[outcome]
+    return JobOut.model_validate(job)

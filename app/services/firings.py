@@ -1,0 +1,119 @@
+"""Recurring schedules firing: one transaction per batch takes the due schedules (a claim two schedulers cannot
+both win), moves each to its next firing and saves the job each firing makes, under the idempotency key
+`schedule:<id>:<fire time>` that the jobs' unique index holds to one job per firing."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from loguru import logger
+from pydantic import ValidationError
+from sqlalchemy import ColumnElement, Select, Update, and_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core import metrics
+from app.core.cron import BadCron, BadTimezone, next_fire
+from app.core.names import Names
+from app.models.claims import skip_locked
+from app.models.setwise import per_row
+from app.models.tables import JOBS, SCHEDULES
+from app.models.types import utcnow
+from app.schemas.job import JOB_REQUEST, JobOptions
+from app.services.outbox import Outbox
+from app.services.submit import Draft, insert_drafts, new_drafts
+
+Row = dict[str, Any]
+
+
+def firing_key(schedule_id: str, fire_at: datetime) -> str:
+    """The idempotency key of one firing: the same firing is the same key, whichever process makes it."""
+    return f"schedule:{schedule_id}:{fire_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+
+
+def firing_request(schedule: Row, fire_at: datetime) -> JobOptions:
+    """The job request one firing submits: the schedule's own, under the firing's key."""
+    return JOB_REQUEST.validate_python({**schedule["job"], "idempotency_key": firing_key(schedule["id"], fire_at)})
+
+
+@dataclass(frozen=True)
+class Firing:
+    """A due schedule: the firing it owes (the one it missed, if everything was down) and the next one after now."""
+
+    schedule: Row
+    fire_at: datetime
+    next_run_at: datetime | None
+
+
+def plan(schedule: Row, now: datetime) -> Firing:
+    """Fire once for the stored time, however many periods have passed since; the next firing comes after now."""
+    fire_at = schedule["next_run_at"]
+    try:
+        following: datetime | None = next_fire(schedule["cron"], schedule["timezone"], max(now, fire_at))
+    except (BadCron, BadTimezone) as exc:  # checked when saved; a time zone dropped from tzdata stops it here
+        logger.error("schedule {} cannot compute its next firing: {}", schedule["id"], exc)
+        following = None
+    return Firing(schedule, fire_at, following)
+
+
+def _due(now: datetime) -> ColumnElement[bool]:
+    return and_(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
+
+
+def claim_due(now: datetime, limit: int) -> Select[Any]:
+    """The due schedules, locked for this transaction; another scheduler passes over them (`skip_locked`)."""
+    return skip_locked(select(SCHEDULES).where(_due(now)).order_by(SCHEDULES.c.next_run_at).limit(limit), SCHEDULES)
+
+
+def advance(firings: list[Firing], now: datetime) -> Update:
+    """Every due schedule to its next firing in one UPDATE, each guarded by the version it was read at."""
+    by_id = {f.schedule["id"]: f for f in firings}
+    nexts = {i: f.next_run_at for i, f in by_id.items()}
+    fired = {i: f.fire_at for i, f in by_id.items()}
+    versions = {i: f.schedule["version"] for i, f in by_id.items()}
+    col = SCHEDULES.c
+    return (
+        update(SCHEDULES)
+        .where(col.id.in_(list(by_id)), col.version == per_row(col.id, col.version, versions))
+        .values(
+            next_run_at=per_row(col.id, col.next_run_at, nexts),
+            last_run_at=per_row(col.id, col.last_run_at, fired),
+            version=col.version + 1,
+            updated_at=now,
+        )
+        .returning(col.id)
+    )
+
+
+async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int) -> int:
+    """Fire up to `limit` due schedules, each once; publish their jobs after the commit. Returns how many fired."""
+    now = utcnow()
+    async with engine.connect() as conn:  # most cycles find nothing due: a read, not a locking transaction
+        if (await conn.execute(select(SCHEDULES.c.id).where(_due(now)).limit(1))).first() is None:
+            return 0
+    async with engine.begin() as conn:
+        firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit))]
+        if not firings:
+            return 0
+        taken = set((await conn.execute(advance(firings, now))).scalars())
+        mine = [f for f in firings if f.schedule["id"] in taken]
+        staged = await insert_drafts(conn, await _new_jobs(conn, names, mine)) if mine else []
+    await outbox.publish(staged)
+    for firing in mine:
+        metrics.scheduler_lag(metrics.RECURRING).observe(max(0.0, (now - firing.fire_at).total_seconds()))
+    return len(mine)
+
+
+async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing]) -> list[Draft]:
+    """A draft per firing that has no job yet (a trigger or an earlier run may have made it)."""
+    drafts = []
+    for firing in firings:
+        try:
+            request = firing_request(firing.schedule, firing.fire_at)
+        except ValidationError as exc:  # checked when saved; a job type since removed, say
+            logger.error("schedule {} holds a job request no longer valid: {}", firing.schedule["id"], exc)
+            continue
+        drafts += new_drafts(names, firing.schedule["client_id"], [request], None)
+    keys = [d.key for d in drafts]
+    made = select(JOBS.c.client_id, JOBS.c.idempotency_key).where(JOBS.c.idempotency_key.in_(keys))
+    existing = {(client, key) for client, key in await conn.execute(made)}
+    return [d for d in drafts if (d.job["client_id"], d.key) not in existing]

@@ -1,0 +1,29 @@
+"""The scheduler's cycle (a background worker of every process that runs it): queue the scheduled jobs that are
+due, then fire the recurring schedules that are due. Any number of processes may run it at once."""
+
+from dataclasses import dataclass
+
+from app.core.resources import Resources
+from app.services.due_jobs import queue_due
+from app.services.firings import fire_due
+from app.services.outbox import Outbox
+
+# A full batch means more may be due: go on, but within one cycle at most this many batches of each.
+MAX_BATCHES_PER_CYCLE = 10
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    resources: Resources
+    outbox: Outbox
+
+    async def cycle(self) -> None:
+        """One pass over what is due now."""
+        engine, names = self.resources.engine, self.resources.names
+        size = self.resources.settings.scheduler_batch_size
+        for _ in range(MAX_BATCHES_PER_CYCLE):
+            if len(await queue_due(engine, names, self.outbox, size)) < size:
+                break
+        for _ in range(MAX_BATCHES_PER_CYCLE):
+            if await fire_due(engine, names, self.outbox, size) < size:
+                break

@@ -1,0 +1,86 @@
+"""Recurring schedules as the API serves them: create, read, list, change, delete, and trigger one run now."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.cron import next_fire
+from app.models.rows import JobRow
+from app.models.tables import SCHEDULES
+from app.models.types import utcnow
+from app.schemas.job import Submitted
+from app.services.firings import firing_request
+from app.services.jobs import JobService
+from app.services.pagination import newest_first
+from app.services.tenancy import Principal, visible_to
+
+Row = dict[str, Any]
+# A change to any of these moves the next firing: it is computed again from now.
+TIMING = frozenset({"cron", "timezone", "active"})
+
+
+def next_run(schedule: Row, now: datetime) -> datetime | None:
+    """The next firing after now, or None while the schedule is paused."""
+    return next_fire(schedule["cron"], schedule["timezone"], now) if schedule["active"] else None
+
+
+@dataclass(frozen=True)
+class ScheduleService:
+    engine: AsyncEngine
+    jobs: JobService
+
+    async def create(self, principal: Principal, fields: Row) -> Row:
+        """Save a schedule; its first firing is the first time its cron names after now."""
+        now = utcnow()
+        row = {**fields, "id": str(uuid.uuid4()), "client_id": principal.client_id, "version": 0}
+        row.update(last_run_at=None, created_at=now, updated_at=now, next_run_at=next_run(row, now))
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(SCHEDULES), row)
+        return row
+
+    async def get(self, principal: Principal, schedule_id: str) -> Row | None:
+        """The schedule, if it exists and the caller may see it."""
+        query = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return dict(row._mapping) if row else None
+
+    async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[Row], Row | None]:
+        """Newest first; the page and the last row when more may follow."""
+        return await newest_first(
+            self.engine, SCHEDULES, select(SCHEDULES).where(visible_to(SCHEDULES, principal)), limit, cursor
+        )
+
+    async def update(self, principal: Principal, schedule_id: str, changes: Row) -> Row | None:
+        """Change fields; a new cron, time zone or `active` computes the next firing again from now. The version
+        bump makes a firing that read the old row lose its compare-and-set."""
+        async with self.engine.begin() as conn:
+            query = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
+            found = (await conn.execute(query.with_for_update())).first()
+            if found is None:
+                return None
+            row, now = dict(found._mapping), utcnow()
+            values = {**changes, "updated_at": now, "version": row["version"] + 1}
+            if TIMING & changes.keys():
+                values["next_run_at"] = next_run({**row, **changes}, now)
+            await conn.execute(update(SCHEDULES).where(SCHEDULES.c.id == schedule_id).values(**values))
+        return {**row, **values}
+
+    async def delete(self, principal: Principal, schedule_id: str) -> bool:
+        """Remove it: no further firing; the jobs it made stay."""
+        query = delete(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
+        async with self.engine.begin() as conn:
+            return bool((await conn.execute(query)).rowcount)
+
+    async def trigger(self, principal: Principal, schedule_id: str) -> tuple[JobRow, Submitted] | None:
+        """One run now, outside the cron: a firing for this second (so a repeat within it is the same job)."""
+        schedule = await self.get(principal, schedule_id)
+        if schedule is None:
+            return None
+        request = firing_request(schedule, utcnow().replace(microsecond=0))
+        owner = Principal(principal.key_id, schedule["client_id"], principal.admin)
+        return await self.jobs.submit(owner, request, None)
