@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import ROOT, app_process, env_without_dotenv, free_port, until_serving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 EXAMPLES = 8  # per operation and phase: a bounded run that still reaches every operation
 SEED = 20261201
@@ -49,7 +49,7 @@ async def test_every_operation_answers_as_its_schema_says(tmp_path: Path) -> Non
             "--exclude-path-regex",
             ".*/stream$",
             "--request-timeout",
-            "70",
+            "20",
             "--no-color",
         ]
         run = await asyncio.to_thread(

@@ -6,11 +6,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, create_model, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, create_model, model_validator
 
 from app.handlers.base import JobType
 from app.handlers.registry import JOB_TYPES
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # a year
@@ -26,8 +26,8 @@ class JobOptions(BaseModel):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     callback_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
     timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
-    run_at: AwareDatetime | None = Field(
-        default=None, strict=False, description="When to run it (ISO 8601 with an offset); a time in the past runs now."
+    run_at: RequestTime | None = Field(
+        default=None, description="When to run it (ISO 8601 with an offset); a time in the past runs now."
     )
     delay_seconds: float | None = Field(
         default=None, gt=0, le=MAX_DELAY_SECONDS, allow_inf_nan=False, description="Run it this many seconds from now."

@@ -3,12 +3,12 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.handlers.registry import JOB_TYPES
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
 URL_RULES: dict[str, Any] = {
@@ -83,7 +83,7 @@ class SecretOut(BaseModel):
 class RecoverIn(BaseModel):
     model_config = REQUEST_CONFIG
 
-    since: AwareDatetime = Field(strict=False)
+    since: RequestTime
 
 
 class RecoverOut(BaseModel):
