@@ -35,7 +35,10 @@ class Settings(BaseSettings):
     once."""
     secret_encryption_key: str | None = None
     """Fernet key that encrypts webhook secrets at rest. Leave it unset: `make run` creates one and saves it in
-    `.env`. Never change or lose it once secrets are stored: they could not be read any more."""
+    `.env`. Never lose it once secrets are stored: they could not be read any more. To rotate it, list the new key
+    first, comma-separated (`new,old`: the first encrypts, every one decrypts), run `python -m app rotate-secrets`
+    (it re-encrypts every stored secret with the first key, in batches, and says how many), then drop the old
+    key."""
     namespace: str = Field(default="taskq", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     """Prefix of every exchange, queue and Redis key, so deployments (or test runs) can share a broker and a
     Redis."""
