@@ -1,5 +1,5 @@
 """The SSRF guard over every URL the service calls: webhook URLs (at registration and update), a job's
-`callback_url`, an image job's `image_url` and a notification job's `url`.
+`callback_url`, an image job's `image_url` and a notification job's `url` (submitted, or in a schedule's job).
 
 Each unsafe URL is refused with a 422 when it is registered or submitted, and refused again (and logged) when it
 is called, before any connection: host names go to a stub resolver and every dial to a counting backend, so no
@@ -138,6 +138,12 @@ async def _notification(api: Api, headers: dict[str, str], url: str) -> httpx.Re
     return await api.submit(headers, job_type="notification", payload={"url": url}, max_retries=0)
 
 
+async def _schedule(api: Api, headers: dict[str, str], url: str) -> httpx.Response:
+    job = {"job_type": "notification", "payload": {"url": url}, "callback_url": url}
+    body = {"name": "ssrf", "cron": "0 3 * * *", "job": job}
+    return await api.client.post("/api/v1/schedules", json=body, headers=headers)
+
+
 def image_payload(url: str) -> dict[str, Any]:
     return {"image_url": url, "operations": ["grayscale"]}
 
@@ -148,6 +154,7 @@ SUBMITS: dict[str, Submit] = {
     "batch callback_url": _batch_callback,
     "image_url": _image,
     "notification.url": _notification,
+    "a schedule's job": _schedule,
 }
 
 
@@ -207,6 +214,7 @@ async def test_every_unsafe_url_is_refused_at_registration_without_a_lookup_of_a
             assert answer.status_code == 422, (url, answer.text)
             assert why is None or why in answer.text, (url, answer.text)
         assert (await api.client.get("/api/v1/jobs", headers=headers)).json()["items"] == []
+        assert (await api.client.get("/api/v1/schedules", headers=headers)).json()["items"] == []
         [hook] = (await api.client.get("/api/v1/webhooks", headers=headers)).json()
         assert hook["url"] == "https://public.test/hook"
     # Only names were looked up: an address in the URL, in any spelling, is judged as it is.

@@ -25,7 +25,7 @@ class Case:
 
     method: str
     path: str
-    kind: str  # which of the owner's objects it takes: job, artifact_job, dead_job, webhook, delivery
+    kind: str  # which of the owner's objects it takes: job, artifact_job, dead_job, webhook, delivery, schedule
     body: dict[str, Any] | None = None
 
     @property
@@ -47,10 +47,14 @@ MATRIX = [
     Case("POST", "/api/v1/webhooks/{id}/test", "webhook"),
     Case("POST", "/api/v1/webhooks/{id}/recover", "webhook", SINCE),
     Case("POST", "/api/v1/deliveries/{id}/redeliver", "delivery"),
+    Case("GET", "/api/v1/schedules/{id}", "schedule"),
+    Case("PATCH", "/api/v1/schedules/{id}", "schedule", {"name": "taken over"}),
+    Case("POST", "/api/v1/schedules/{id}/trigger", "schedule"),
     Case("POST", "/api/v1/webhooks/{id}/rotate-secret", "webhook"),
     Case("POST", "/api/v1/jobs/{id}/cancel", "job"),
     Case("POST", "/api/v1/jobs/{id}/retry", "dead_job"),
     Case("DELETE", "/api/v1/webhooks/{id}", "webhook"),
+    Case("DELETE", "/api/v1/schedules/{id}", "schedule"),
 ]
 # Routes no client key may call at all: a client gets 403 whatever the id.
 ADMIN_ONLY = {
@@ -59,7 +63,13 @@ ADMIN_ONLY = {
     ("POST", "/api/v1/workers/{name}/stop"),
     ("POST", "/api/v1/workers/{name}/start"),
 }
-MISSING = {"job": str(uuid.uuid4()), "webhook": str(uuid.uuid4()), "delivery": "msg_" + uuid.uuid4().hex}
+MISSING = {
+    "job": str(uuid.uuid4()),
+    "webhook": str(uuid.uuid4()),
+    "delivery": "msg_" + uuid.uuid4().hex,
+    "schedule": str(uuid.uuid4()),
+}
+SCHEDULE = {"name": "owned", "cron": "0 3 * * *", "job": {"job_type": "echo", "payload": {}}}
 
 
 def test_every_route_with_a_path_parameter_is_in_the_matrix(api: Api) -> None:
@@ -83,7 +93,7 @@ async def test_another_clients_objects_answer_as_missing_ones_and_are_never_list
         assert theirs.json()["code"] == "not_found", case
     for case in MATRIX:  # the objects were there all along, and the other client's calls changed nothing
         mine = await _call(api, case, objects[case.kind], owner)
-        assert mine.status_code in (200, 202, 204, 409), (case, mine.text)
+        assert mine.status_code in (200, 201, 202, 204, 409), (case, mine.text)
     for method, path in ADMIN_ONLY:
         answer = await api.client.request(
             method, path.replace("{key_id}", "k").replace("{name}", "job_worker"), headers=other
@@ -96,6 +106,8 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
     """A job made by a batch (with a delivery), a job with an artifact, a dead-lettered job, an endpoint."""
     hook = await api.client.post("/api/v1/webhooks", json={"url": receiver.url("/owner")}, headers=owner)
     assert hook.status_code == 201, hook.text
+    schedule = await api.client.post("/api/v1/schedules", json=SCHEDULE, headers=owner)
+    assert schedule.status_code == 201, schedule.text
     batch = await api.client.post(
         "/api/v1/jobs/batch", json={"jobs": [{"job_type": "echo", "payload": {}}]}, headers=owner
     )
@@ -120,6 +132,7 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         "dead_job": dead["id"],
         "webhook": hook.json()["id"],
         "delivery": delivery["id"],
+        "schedule": schedule.json()["id"],
     }
 
 
@@ -135,7 +148,7 @@ def _shape(answer: httpx.Response) -> tuple[str, dict[str, Any]]:
 
 async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, str]) -> None:
     owned = set(objects.values())
-    for path in ("/api/v1/jobs", "/api/v1/jobs?status=succeeded", "/api/v1/dlq"):
+    for path in ("/api/v1/jobs", "/api/v1/jobs?status=succeeded", "/api/v1/dlq", "/api/v1/schedules"):
         answer = await api.client.get(path, headers=other)
         assert answer.status_code == 200 and answer.json()["items"] == [], path
     assert (await api.client.get("/api/v1/webhooks", headers=other)).json() == []

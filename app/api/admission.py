@@ -101,7 +101,7 @@ def batch_requests(data: dict[str, Any]) -> list[JobOptions]:
 async def admit(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:
     """Refuse the whole request if any job type's circuit is open (503) or a URL a job will call is unsafe (422)."""
     await _circuits_closed(state, requests, batch)
-    await _urls_safe(state, requests, batch)
+    await urls_safe(state, requests, batch)
 
 
 async def _circuits_closed(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
@@ -132,7 +132,7 @@ def _urls(request: JobOptions) -> list[Located]:
     return found + [(["payload", name], url) for name, url in payload_urls.items()]
 
 
-async def _urls_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
+async def urls_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:
     """The SSRF guard on each distinct URL the jobs will call, before anything is saved."""
     first_use: dict[str, tuple[int, list[str | int]]] = {}
     for index, request in enumerate(requests):
