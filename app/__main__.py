@@ -1,4 +1,4 @@
-"""Command line: `python -m app api | migrate | dev | worker jobs | settings-doc`."""
+"""Command line: `python -m app api | migrate | dev | worker jobs | settings-doc | rotate-secrets`."""
 
 import argparse
 import asyncio
@@ -28,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("dev", help="what `make run` does: check services, create dev keys, migrate, serve")
     docs = commands.add_parser("settings-doc", help="write .env.example and docs/settings.md from the settings")
     docs.add_argument("--check", action="store_true", help="only say whether they are up to date (exit 1 if not)")
+    rotate = commands.add_parser(
+        "rotate-secrets", help="re-encrypt stored webhook secrets with the first key of SECRET_ENCRYPTION_KEY"
+    )
+    rotate.add_argument("--batch-rows", type=int, default=500, metavar="N", help="rows per transaction (500)")
     worker = commands.add_parser("worker", help="run a worker process")
     worker.add_argument("kind", choices=["jobs", "webhooks"])
     for command, what in ((api, "the API"), (worker, "the worker")):
@@ -55,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         return migrate(settings)
     if args.command == "dev":
         return dev()
+    if args.command == "rotate-secrets":
+        return rotate_secrets(settings, args.batch_rows)
     if problem := _process_count_problem(settings, args.processes):
         print(problem, file=sys.stderr)
         return 2
@@ -106,6 +112,37 @@ def migrate(settings: Settings) -> int:
         print(f"The database is not reachable ({type(exc).__name__}); check DATABASE_URL.", file=sys.stderr)
         return 1
     logger.info("database schema is up to date")
+    return 0
+
+
+def rotate_secrets(settings: Settings, batch_rows: int) -> int:
+    """Re-seal every stored webhook secret with the first key; says how many it re-sealed."""
+    from app.core.database import is_unreachable, make_engine
+    from app.core.secret_box import SecretBox, SecretsUnavailable, keys_of
+    from app.services.secret_rotation import rotate_secrets
+
+    if not keys_of(settings.secret_encryption_key) or batch_rows < 1:
+        print("Set SECRET_ENCRYPTION_KEY (the new key first) and a --batch-rows of 1 or more.", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        engine = make_engine(settings.database_url)
+        try:
+            return await rotate_secrets(engine, SecretBox(settings.secret_encryption_key), batch_rows)
+        finally:
+            await engine.dispose()
+
+    try:
+        count = asyncio.run(run())
+    except SecretsUnavailable as exc:
+        print(f"Stopped: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if not is_unreachable(exc):
+            raise
+        print(f"The database is not reachable ({type(exc).__name__}); check DATABASE_URL.", file=sys.stderr)
+        return 1
+    print(f"Re-encrypted {count} stored secret(s) with the first key of SECRET_ENCRYPTION_KEY.")
     return 0
 
 

@@ -18,6 +18,7 @@ from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, li
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.config import Settings, get_settings
+from app.core.failpoints import Failpoints
 from app.core.logging import configure_logging
 from app.core.replies import ReplyInbox
 from app.core.resources import Resources
@@ -83,15 +84,16 @@ def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox,
     box = SecretBox(settings.secret_encryption_key)
     deliveries = DeliveryService(resources.engine, outbox, names)
     idempotency = IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
+    failpoints = Failpoints.parse(settings.failpoints)
     return ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, outbox, names, idempotency),
+        jobs=JobService(resources.engine, outbox, names, idempotency, failpoints),
         keys=ApiKeyService(resources.engine, settings.admin_api_key, resources.redis, names.api_keys_generation_key),
         webhooks=WebhookService(
             resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
         ),
         deliveries=deliveries,
-        dlq=DlqService(resources.engine, outbox, names),
+        dlq=DlqService(resources.engine, outbox, names, failpoints),
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),

@@ -14,7 +14,7 @@ from standardwebhooks.webhooks import Webhook
 
 from bench import scenarios
 from bench.receiver import Receiver
-from tests.support import ROOT
+from tests.support import ROOT, wait_for
 
 SCENARIOS = ("ingest", "end-to-end", "webhooks", "slow_endpoint", "metrics_cost", "overload", "soak")
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -57,8 +57,12 @@ async def test_a_slow_receiver_verifies_then_answers_late_and_counts_what_it_hol
         sends = [
             asyncio.create_task(client.post("/hook", content=body, headers=_signed(n, body))) for n, body in _bodies()
         ]
-        await asyncio.sleep(0.1)
-        held = (await client.get("/records")).json()
+
+        async def both_verified() -> dict[str, int] | None:
+            records: dict[str, int] = (await client.get("/records")).json()
+            return records if records["verified"] == 2 else None
+
+        held = await wait_for(both_verified, within=5, interval=0.01)
         answers = await asyncio.gather(*sends)
         after = (await client.get("/records")).json()
     assert [answer.status_code for answer in answers] == [200, 200]

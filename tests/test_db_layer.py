@@ -19,9 +19,8 @@ from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.core.topology import build_topology
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services import outbox
+from app.services import outbox, pagination
 from app.services.outbox import Outbox, Pending
-from app.services.pagination import encode, older_than
 from app.services.transitions import move
 from tests.conftest import RABBITMQ_URL, make_settings
 from tests.support import BrokerProbe, make_job, wait_for
@@ -171,16 +170,11 @@ async def test_two_clients_may_use_the_same_idempotency_key(engine: AsyncEngine)
 
 
 async def _page(engine: AsyncEngine, client_id: str, limit: int, cursor: str | None) -> tuple[list[str], str | None]:
-    """One page, built like `JobService.page`: newest first, one extra row to know whether more follow."""
-    query = select(JOBS).where(JOBS.c.client_id == client_id)
-    if cursor:
-        query = query.where(older_than(JOBS.c.created_at, JOBS.c.id, cursor))
-    query = query.order_by(JOBS.c.created_at.desc(), JOBS.c.id.desc()).limit(limit + 1)
-    async with engine.connect() as conn:
-        rows = list(await conn.execute(query))
-    more = len(rows) > limit
-    last = rows[limit - 1] if more else None
-    return [r.id for r in rows[:limit]], encode(last.created_at, last.id) if last else None
+    """One page through the service's own pager, with the cursor the API would hand out."""
+    rows, last = await pagination.newest_first(
+        engine, JOBS, select(JOBS).where(JOBS.c.client_id == client_id), limit, cursor
+    )
+    return [row["id"] for row in rows], pagination.encode(last["created_at"], last["id"]) if last else None
 
 
 async def test_keyset_pages_visit_every_job_once_even_when_timestamps_tie(engine: AsyncEngine) -> None:

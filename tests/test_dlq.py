@@ -1,22 +1,24 @@
 """The dead-letter queue as a resource: inspect, replay by id or type, the janitor, retry and cancel."""
 
 import asyncio
+import signal
 from pathlib import Path
 from typing import Any
 
 import aio_pika
+import httpx
 import pytest
+from loguru import logger
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.names import Lane
 from app.core.resources import Resources
 from app.models.tables import JOB_EVENTS, JOBS
-from app.services.dlq import DlqService
 from app.services.janitor import DlqJanitor
-from app.services.relay import make_outbox
 from app.workers.job_worker import JobWorker
 from tests.conftest import make_settings, settings_env
-from tests.support import Api, BrokerProbe, app_process, trail, until_status, wait_for
+from tests.support import Api, BrokerProbe, app_process, free_port, trail, until_serving, until_status, wait_for
 
 
 async def dead_jobs(api: Api, headers: dict[str, str], n: int, **body: Any) -> list[dict[str, Any]]:
@@ -99,12 +101,11 @@ async def test_replay_by_id_runs_only_that_one(api: Api, worker: JobWorker, db: 
     answer = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [chosen]}, headers=headers)
     assert answer.json() == {"replayed": 1, "job_ids": [chosen]}
     assert (await until_status(api, headers, chosen, 30))["status"] == "succeeded"
-    await asyncio.sleep(0.5)
+    # A replay moves a job out of dead_lettered in its own transaction: the others, still there, were not sent.
+    query = select(JOBS.c.id, JOBS.c.status, JOBS.c.runs).where(JOBS.c.id.in_([j["id"] for j in jobs]))
     async with db.connect() as conn:
-        runs = dict(
-            (await conn.execute(select(JOBS.c.id, JOBS.c.runs).where(JOBS.c.id.in_([j["id"] for j in jobs])))).all()
-        )
-    assert runs == {j["id"]: (2 if j["id"] == chosen else 1) for j in jobs}
+        found = {row.id: (row.status, row.runs) for row in await conn.execute(query)}
+    assert found == {j["id"]: ("succeeded", 2) if j["id"] == chosen else ("dead_lettered", 1) for j in jobs}
     other = await api.new_client("dlq-id-other")
     stolen = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [jobs[0]["id"]]}, headers=other)
     assert stolen.json() == {"replayed": 0, "job_ids": []}
@@ -113,19 +114,23 @@ async def test_replay_by_id_runs_only_that_one(api: Api, worker: JobWorker, db: 
 async def test_a_replay_killed_between_commit_and_publish_is_published_by_the_relay(
     api: Api, db: AsyncEngine, tmp_path: Path
 ) -> None:
+    """An API killed after it committed the first replay, before publishing it: nothing is lost (the relay
+    publishes it) and replaying again replays the rest, never that one twice."""
     headers = await api.new_client("dlq-crash")
-    settings = make_settings()
-    with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w1.log"):
+    with app_process(["worker", "jobs"], settings_env(make_settings()), tmp_path / "w1.log"):
         jobs = await dead_jobs(api, headers, 4)
-    # The replaying process commits each replay but dies before publishing: do exactly that here.
-    resources = await Resources.open(settings, role="doomed-replay")
-    try:
-        service = DlqService(resources.engine, make_outbox(resources), resources.names)
-        for job in jobs:
-            assert len(await service._replay_one(await _row(db, job["id"]))) == 2  # committed, never published
-    finally:
-        await resources.close()
-    assert {(await api.job(headers, j["id"]))["status"] for j in jobs} == {"queued"}
+    port = free_port()
+    doomed = settings_env(make_settings(port=port, failpoints="after_replay_commit"))
+    with app_process(["api"], doomed, tmp_path / "api.log") as process:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            await until_serving(client)
+            with pytest.raises(httpx.TransportError):  # it died before it could answer
+                await client.post("/api/v1/dlq/replay", json={"job_type": "flaky"}, headers=headers)
+        assert process.popen.wait(10) == -signal.SIGKILL
+    statuses = [(await api.job(headers, j["id"]))["status"] for j in jobs]
+    assert statuses == ["queued", "dead_lettered", "dead_lettered", "dead_lettered"]  # oldest first, one committed
+    again = await api.client.post("/api/v1/dlq/replay", json={"job_type": "flaky"}, headers=headers)
+    assert again.json()["job_ids"] == [j["id"] for j in jobs[1:]]
     with app_process(["worker", "jobs"], settings_env(make_settings(outbox_relay_after=0.5)), tmp_path / "w2.log"):
         done = [await until_status(api, headers, j["id"], 30) for j in jobs]
     assert {d["status"] for d in done} == {"succeeded"}
@@ -185,16 +190,27 @@ async def test_stats_carry_broker_depth_for_an_admin_only(api: Api, broker: Brok
     assert "broker_depth" not in schema["required"]
 
 
-async def test_a_job_cancelled_before_it_runs_never_runs(api: Api, worker: JobWorker, db: AsyncEngine) -> None:
+@pytest.mark.parametrize("settings", [make_settings(job_consumers_default=1)])  # one consumer: first in, first out
+async def test_a_job_cancelled_before_it_runs_never_runs(
+    api: Api, worker: JobWorker, db: AsyncEngine, broker: BrokerProbe
+) -> None:
     headers = await api.new_client("dlq-cancel")
     await worker.stop(grace=1)
     job = (await api.submit(headers, job_type="sleep", payload={"seconds": 0.1})).json()
     await until_status(api, headers, job["id"], 5, "queued")
     cancelled = await api.client.post(f"/api/v1/jobs/{job['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
-    await worker.start()
-    sentinel = (await api.submit(headers)).json()  # queued behind it in the same lane
-    await until_status(api, headers, sentinel["id"])
+    dropped: list[str] = []
+    sink = logger.add(lambda line: dropped.append(str(line)), level="INFO", filter="app.workers.job_worker")
+    try:
+        await worker.start()
+        sentinel = (await api.submit(headers)).json()  # queued behind it in the same lane
+        await until_status(api, headers, sentinel["id"])
+    finally:
+        logger.remove(sink)
+    # Its message was taken before the sentinel's, and dropped: none of it is left to run later.
+    assert any(f"dropping message for job {job['id']}" in line for line in dropped), dropped
+    assert await broker.depth(broker.topology.names.lane_queue(Lane.DEFAULT)) == 0
     assert (await _row(db, job["id"]))["runs"] == 0
     assert [e["event"] for e in await trail(api, headers, job["id"])] == ["created", "queued", "cancelled"]
 

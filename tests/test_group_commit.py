@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from app.core.group_commit import GroupCommit, GroupCommitClosed
+from tests.support import wait_for
 
 
 class Recorder:
@@ -24,6 +25,14 @@ class Recorder:
             raise ValueError(f"bad item among {items}")
         return [item * 10 for item in items]
 
+    async def held(self) -> None:
+        """Until a flush has started and waits at the gate."""
+
+        async def started() -> bool:
+            return bool(self.batches)
+
+        await wait_for(started, within=5, interval=0.001)
+
 
 async def test_a_lone_item_is_flushed_at_once_and_gets_its_own_outcome() -> None:
     recorder = Recorder()
@@ -37,10 +46,13 @@ async def test_items_that_arrive_during_a_flush_share_the_next_one() -> None:
     recorder.gate.clear()
     batcher = GroupCommit("t", recorder.flush)
     first = asyncio.create_task(batcher.run(1))
-    await asyncio.sleep(0.01)  # the first flush is in flight, held at the gate
+    await recorder.held()  # the first flush is in flight, held at the gate
     rest = [asyncio.create_task(batcher.run(n)) for n in range(2, 12)]
-    await asyncio.sleep(0.01)
-    assert batcher.waiting == 10
+
+    async def all_waiting() -> bool:
+        return batcher.waiting == 10
+
+    await wait_for(all_waiting, within=5, interval=0.001)
     recorder.gate.set()
     assert await first == 10
     assert [await task for task in rest] == [n * 10 for n in range(2, 12)]
@@ -53,7 +65,7 @@ async def test_a_batch_never_exceeds_its_cap() -> None:
     recorder.gate.clear()
     batcher = GroupCommit("t", recorder.flush, max_batch=4)
     tasks = [asyncio.create_task(batcher.run(n)) for n in range(10)]
-    await asyncio.sleep(0.01)
+    await recorder.held()
     recorder.gate.set()
     assert await asyncio.gather(*tasks) == [n * 10 for n in range(10)]
     assert [len(batch) for batch in recorder.batches] == [4, 4, 2]
@@ -64,7 +76,7 @@ async def test_a_failing_batch_is_retried_item_by_item_so_only_the_bad_item_fail
     recorder.gate.clear()
     batcher = GroupCommit("t", recorder.flush)
     tasks = [asyncio.create_task(batcher.run(n)) for n in range(1, 6)]
-    await asyncio.sleep(0.01)
+    await recorder.held()
     recorder.gate.set()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     assert outcomes[:2] == [10, 20] and outcomes[3:] == [40, 50]
@@ -77,7 +89,7 @@ async def test_a_systemic_error_fails_the_whole_batch_without_retrying_each_item
     recorder.gate.clear()
     batcher = GroupCommit("t", recorder.flush, systemic=lambda exc: isinstance(exc, ValueError))
     tasks = [asyncio.create_task(batcher.run(n)) for n in range(1, 4)]
-    await asyncio.sleep(0.01)
+    await recorder.held()
     recorder.gate.set()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     assert all(isinstance(outcome, ValueError) for outcome in outcomes)
@@ -89,7 +101,7 @@ async def test_close_flushes_what_waits_then_refuses_more_until_reopened() -> No
     recorder.gate.clear()
     batcher = GroupCommit("t", recorder.flush)
     tasks = [asyncio.create_task(batcher.run(n)) for n in range(3)]
-    await asyncio.sleep(0.01)
+    await recorder.held()
     closing = asyncio.create_task(batcher.close())
     recorder.gate.set()
     await closing

@@ -1,17 +1,17 @@
 """The crash-proof publish path: broker down means 202 + pending, and the relay publishes it later."""
 
+import signal
 from pathlib import Path
 
+import httpx
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Lane
-from app.core.resources import Resources
-from app.schemas.job import JOB_REQUEST
-from app.services.jobs import JobService
-from app.services.relay import make_outbox
-from app.services.tenancy import Principal
-from tests.conftest import make_settings, settings_env
-from tests.support import Api, BrokerProbe, app_process, free_port, rabbitmq_stopped, wait_for
+from app.models.tables import JOBS
+from tests.conftest import ADMIN_KEY, make_settings, settings_env
+from tests.support import Api, BrokerProbe, app_process, free_port, rabbitmq_stopped, until_serving, wait_for
 
 
 @pytest.mark.broker_restart
@@ -41,20 +41,26 @@ async def test_broker_down_gives_202_pending_then_the_relay_publishes_once(api: 
         await probe.close()
 
 
-async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(broker: BrokerProbe, tmp_path: Path) -> None:
-    """Commit the job and its outbox row but never publish (what a killed API leaves), then let a new API relay it."""
-    settings = make_settings()
+async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(
+    broker: BrokerProbe, db: AsyncEngine, tmp_path: Path
+) -> None:
+    """An API killed right after it committed a job and its outbox row, before publishing: a new API relays it."""
     lane = broker.topology.names.lane_queue(Lane.BULK)
     await broker.purge(lane)
-    resources = await Resources.open(settings, role="doomed")
-    try:
-        service = JobService(resources.engine, make_outbox(resources), resources.names)
-        request = JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"lost": True}, "priority": 9})
-        job, _ = await service._save(Principal(None, "crash", False), request, "req-crash", "digest")
-    finally:
-        await resources.close()
     port = free_port()
-    env = settings_env(make_settings(port=port, outbox_relay_after=0.5, publish_timeout_seconds=0.2))
+    doomed = settings_env(make_settings(port=port, failpoints="after_submit_commit"))
+    with app_process(["api"], doomed, tmp_path / "doomed.log") as process:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            await until_serving(client)
+            created = await client.post("/api/v1/api-keys", json={"client_id": "crash"}, headers=admin())
+            key = {"Authorization": f"Bearer {created.json()['api_key']}", "X-Request-ID": "req-crash"}
+            with pytest.raises(httpx.TransportError):  # it died before it could answer
+                await client.post("/api/v1/jobs", json={"job_type": "echo", "payload": {}, "priority": 9}, headers=key)
+        assert process.popen.wait(10) == -signal.SIGKILL
+    async with db.connect() as conn:
+        [job] = (await conn.execute(select(JOBS.c.id, JOBS.c.status).where(JOBS.c.client_id == "crash"))).all()
+    assert job.status == "pending" and await broker.depth(lane) == 0  # committed, never published
+    env = settings_env(make_settings(port=free_port(), outbox_relay_after=0.5, publish_timeout_seconds=0.2))
     with app_process(["api"], env, tmp_path / "api.log") as process:
 
         async def bulk_has_it() -> int:
@@ -62,5 +68,9 @@ async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(broker:
 
         assert await wait_for(bulk_has_it, within=30) == 1, process.output()
         messages = await broker.take_all(lane)
-        assert [m.message_id for m in messages] == [job["id"]]
+        assert [m.message_id for m in messages] == [job.id]
         assert messages[0].headers["x-request-id"] == "req-crash"
+
+
+def admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN_KEY}"}

@@ -1,4 +1,4 @@
-"""Webhooks as an SSRF vector, redirects, secrets in logs, and a webhook worker killed mid-delivery."""
+"""Webhooks as an SSRF vector at delivery time, secrets in logs, and a webhook worker killed mid-delivery."""
 
 import json
 import logging
@@ -7,39 +7,12 @@ from typing import Any
 
 import pytest
 from loguru import logger
-from starlette.responses import Response
 
-from app.main import create_app
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
-from tests.conftest import ADMIN_KEY, make_settings, settings_env
+from tests.conftest import make_settings, settings_env
 from tests.receiver import Receiver
-from tests.support import Api, BrokerProbe, api_with, app_process, until_status, wait_for
-
-PRIVATE_URLS = [
-    "http://127.0.0.1/hook",
-    "http://169.254.169.254/latest/meta-data",
-    "http://[::1]/hook",
-    "http://[::ffff:127.0.0.1]/hook",
-    "http://2130706433/hook",
-    "http://0x7f.1/hook",
-    "http://localhost/hook",
-    "http://10.0.0.8/hook",
-]
-
-
-async def test_private_addresses_are_refused_at_registration() -> None:
-    app = create_app(make_settings(webhook_allow_private_networks=False))
-    async with api_with(app, ADMIN_KEY) as api:
-        client = api.client
-        headers = await api.new_client("ssrf-register")
-        for url in PRIVATE_URLS:
-            answer = await client.post("/api/v1/webhooks", json={"url": url}, headers=headers)
-            assert (answer.status_code, answer.json()["code"]) == (422, "unsafe_url"), url
-        job = await api.submit(headers, callback_url="http://127.0.0.1:9/cb")
-        assert (job.status_code, job.json()["code"]) == (422, "unsafe_url")
-        assert (await client.get("/api/v1/jobs", headers=headers)).json()["items"] == []
-        assert (await client.get("/api/v1/webhooks", headers=headers)).json() == []
+from tests.support import Api, BrokerProbe, app_process, until_status, wait_for
 
 
 async def test_private_addresses_are_refused_again_at_delivery(
@@ -65,27 +38,6 @@ async def test_private_addresses_are_refused_again_at_delivery(
     assert len(attempts) == 3 and all(a["status_code"] is None for a in attempts)
     assert all("loopback" in a["error"] for a in attempts)
     assert receiver.on("/private") == []
-
-
-async def test_a_redirect_is_not_followed(
-    api: Api, worker: JobWorker, webhook_worker: WebhookWorker, receiver: Receiver
-) -> None:
-    headers = await api.new_client("ssrf-redirect")
-    receiver.answer = lambda _: Response(status_code=302, headers={"Location": "http://169.254.169.254/"})
-    created = await api.client.post(
-        "/api/v1/webhooks", json={"url": receiver.url("/moved"), "events": ["job.succeeded"]}, headers=headers
-    )
-    assert created.status_code == 201
-    job = (await api.submit(headers)).json()
-
-    async def failed() -> list[dict[str, Any]] | None:
-        logs = (await api.client.get(f"/api/v1/jobs/{job['id']}/logs", headers=headers)).json()
-        return logs if logs and logs[0]["status"] == "failed" else None
-
-    logs = await wait_for(failed, within=20)
-    assert logs is not None
-    assert [a["status_code"] for a in logs[0]["attempts"]] == [302, 302, 302]
-    assert len(receiver.requests) == 3  # one request per attempt, none to the Location
 
 
 async def test_secrets_never_reach_the_logs(

@@ -14,6 +14,7 @@ from app.api.errors import ApiError, clean_errors, invalid, validation_errors
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.ssrf import UnsafeURL
+from app.handlers.registry import JOB_TYPES
 from app.schemas.job import JOB_REQUEST, MAX_BATCH_JOBS, BatchEnvelope, JobOptions
 from app.services.breakers import BreakerState
 from app.services.rate_limit import Decision
@@ -98,9 +99,9 @@ def batch_requests(data: dict[str, Any]) -> list[JobOptions]:
 
 
 async def admit(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:
-    """Refuse the whole request if any job type's circuit is open (503) or a callback URL is unsafe (422)."""
+    """Refuse the whole request if any job type's circuit is open (503) or a URL a job will call is unsafe (422)."""
     await _circuits_closed(state, requests, batch)
-    await _callbacks_safe(state, requests, batch)
+    await urls_safe(state, requests, batch)
 
 
 async def _circuits_closed(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
@@ -121,16 +122,26 @@ async def _circuits_closed(state: ApiState, requests: Sequence[JobOptions], batc
     raise ApiError(503, "circuit_open", detail, headers={"Retry-After": retry_after}, job_types=job_type_list)
 
 
-async def _callbacks_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool) -> None:
-    """The SSRF guard on each distinct callback URL, before anything is saved."""
-    first_use: dict[str, int] = {}
+Located = tuple[list[str | int], str]  # a URL and the field that holds it
+
+
+def _urls(request: JobOptions) -> list[Located]:
+    """Each URL the job will call: its callback_url and its payload's."""
+    found: list[Located] = [(["callback_url"], request.callback_url)] if request.callback_url else []
+    payload_urls = JOB_TYPES[request.job_type].urls(request.payload)
+    return found + [(["payload", name], url) for name, url in payload_urls.items()]
+
+
+async def urls_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:
+    """The SSRF guard on each distinct URL the jobs will call, before anything is saved."""
+    first_use: dict[str, tuple[int, list[str | int]]] = {}
     for index, request in enumerate(requests):
-        if request.callback_url:
-            first_use.setdefault(request.callback_url, index)
+        for field, url in _urls(request):
+            first_use.setdefault(url, (index, field))
     checks = await asyncio.gather(*(state.webhooks.check_url(url) for url in first_use), return_exceptions=True)
-    for index, outcome in zip(first_use.values(), checks, strict=True):
+    for (index, field), outcome in zip(first_use.values(), checks, strict=True):
         if isinstance(outcome, UnsafeURL) and batch:
-            loc = ["body", "jobs", index, "callback_url"]
+            loc = ["body", "jobs", index, *field]
             errors = [{"type": "unsafe_url", "loc": loc, "msg": str(outcome)}]
             raise ApiError(422, "unsafe_url", f"Item {index}: {outcome}", index=index, errors=errors)
         if isinstance(outcome, BaseException):

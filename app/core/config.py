@@ -35,7 +35,10 @@ class Settings(BaseSettings):
     once."""
     secret_encryption_key: str | None = None
     """Fernet key that encrypts webhook secrets at rest. Leave it unset: `make run` creates one and saves it in
-    `.env`. Never change or lose it once secrets are stored: they could not be read any more."""
+    `.env`. Never lose it once secrets are stored: they could not be read any more. To rotate it, list the new key
+    first, comma-separated (`new,old`: the first encrypts, every one decrypts); `python -m app rotate-secrets`
+    then re-encrypts every stored secret with the first key (in batches, and says how many), and the old key
+    can go."""
     namespace: str = Field(default="taskq", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     """Prefix of every exchange, queue and Redis key, so deployments (or test runs) can share a broker and a
     Redis."""
@@ -197,8 +200,8 @@ class Settings(BaseSettings):
     """Job artifacts older than this many days are deleted (rows and files)."""
 
     failpoints: str = ""
-    """Tests only: comma-separated crash points (after_claim_commit, after_finish_commit) where a worker kills
-    itself. Leave it empty."""
+    """Tests only: comma-separated crash points (after_claim_commit, after_finish_commit, after_record_commit,
+    after_submit_commit, after_replay_commit) where a process kills itself. Leave it empty."""
 
     @field_validator("webhook_retry_schedule")
     @classmethod

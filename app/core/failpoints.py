@@ -13,6 +13,8 @@ class Failpoint(StrEnum):
     AFTER_CLAIM_COMMIT = "after_claim_commit"  # a claim batch committed, its handlers not yet started
     AFTER_FINISH_COMMIT = "after_finish_commit"  # a finish batch committed, its messages not yet acked
     AFTER_RECORD_COMMIT = "after_record_commit"  # a webhook attempt batch committed, its messages not yet acked
+    AFTER_SUBMIT_COMMIT = "after_submit_commit"  # submitted jobs committed with their outbox rows, not yet published
+    AFTER_REPLAY_COMMIT = "after_replay_commit"  # a DLQ replay of one job committed, its message not yet published
 
 
 @dataclass(frozen=True)

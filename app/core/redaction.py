@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.core.config import Settings
+from app.core.secret_box import keys_of
 
 REDACTED = "[redacted]"
 MIN_LITERAL = 8  # a configured value shorter than this would redact ordinary words
@@ -33,7 +34,8 @@ class Redactor:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> "Redactor":
-        return cls.of((settings.secret_encryption_key, settings.admin_api_key))
+        key = settings.secret_encryption_key
+        return cls.of((key, *keys_of(key), settings.admin_api_key))
 
     def __call__(self, text: str) -> str:
         for literal in self.literals:

@@ -6,19 +6,18 @@ is always one whose address was checked for that very name, and two names never 
 
 import asyncio
 import ipaddress
-import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpcore
 import httpx
 
 from app.core import ssrf
+from app.core.ssrf import Address, Resolver, SystemResolver
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Policy = Callable[[Address], str | None]  # why an address is refused, or None
 Origin = tuple[str, str, int]
 
@@ -27,21 +26,6 @@ DNS_MAX_SECONDS = 300.0
 DNS_DEFAULT_SECONDS = 30.0
 DNS_CACHE_ENTRIES = 1024
 CONNECT_TIMEOUT_SECONDS = 5.0
-
-
-class Resolver(Protocol):
-    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
-        """The host's addresses and their TTL in seconds (None when unknown); OSError when there are none."""
-        ...
-
-
-class SystemResolver:
-    """The operating system's resolver (getaddrinfo), which reports no TTL."""
-
-    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
-        async with asyncio.timeout(ssrf.DNS_TIMEOUT_SECONDS):
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        return list(dict.fromkeys(str(info[4][0]) for info in infos)), None
 
 
 @dataclass
@@ -105,12 +89,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
     async def checked_address(self, host: str, port: int) -> str:
         """The address to dial for `host`, checked on every dial (cached answers too: the cache is not trusted)."""
-        try:
-            literal = ipaddress.ip_address(host)
-        except ValueError:
-            pass
-        else:
-            self._check(f"{host} is", literal)
+        literal = ssrf.literal(host)
+        if literal is not None:  # 0x7f.1 and 2130706433 too: judged as the address they are, never looked up
+            self._check(host, literal, looked_up=False)
             return str(literal)
         try:
             answer = [ipaddress.ip_address(address) for address in await self._dns.resolve(host, port)]
@@ -118,13 +99,13 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             raise ssrf.UnsafeURL(f"{host} could not be resolved: no address was found for it") from exc
         # One bad address refuses the host: picking a good one out of a rotating answer proves nothing.
         for address in answer:
-            self._check(f"{host} resolves to {address},", address)
+            self._check(host, address, looked_up=True)
         return str(answer[0])
 
-    def _check(self, subject: str, address: Address) -> None:
+    def _check(self, host: str, address: Address, looked_up: bool) -> None:
         why = self._policy(address)
         if why:
-            raise ssrf.UnsafeURL(f"{subject} {why}; only public addresses are called ({ssrf.ALLOW_HINT})")
+            raise ssrf.refused(host, address, why, looked_up)
 
 
 @dataclass
@@ -234,21 +215,23 @@ def safe_client(
     max_per_host: int | None = None,
     resolver: Resolver | None = None,
     policy: Policy | None = None,
+    backend: httpcore.AsyncNetworkBackend | None = None,
     verify: ssl.SSLContext | bool = True,
     dns_min_seconds: float = DNS_MIN_SECONDS,
     dns_max_seconds: float = DNS_MAX_SECONDS,
     dns_default_seconds: float = DNS_DEFAULT_SECONDS,
 ) -> httpx.AsyncClient:
     """A pooled client that checks each connection's addresses as it dials, never follows redirects and ignores
-    proxies from the environment (a proxy would be dialled instead of the checked address)."""
+    proxies from the environment (a proxy would be dialled instead of the checked address). `resolver` and
+    `backend` (what dials a checked address) replace the system's own."""
     dns = DnsCache(resolver or SystemResolver(), dns_min_seconds, dns_max_seconds, dns_default_seconds)
-    backend = GuardedBackend(dns, address_policy(allow_private) if policy is None else policy)
+    guarded = GuardedBackend(dns, address_policy(allow_private) if policy is None else policy, backend)
     limits = httpx.Limits(
         max_connections=max_connections,
         max_keepalive_connections=min(max_keepalive, max_connections),
         keepalive_expiry=keepalive_seconds,
     )
-    transport = GuardedTransport(backend, limits, verify, max_per_host)
+    transport = GuardedTransport(guarded, limits, verify, max_per_host)
     return httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
 
 
@@ -301,7 +284,7 @@ async def _exchange(
     timeout_seconds: float,
     limit: int,
 ) -> tuple[httpx.Response, bytes]:
-    ssrf.check_syntax(url)
+    url = ssrf.normalized(url)
     # Identity encoding and raw reads: the cap counts bytes on the wire, so no decompression bomb gets past it.
     sent_headers = {**headers, "Accept-Encoding": "identity"}
     timeout = httpx.Timeout(timeout_seconds, connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))

@@ -1,10 +1,13 @@
-"""Webhook secrets at rest: encrypted with SECRET_ENCRYPTION_KEY (Fernet), readable again only to sign."""
+"""Webhook secrets at rest: encrypted with SECRET_ENCRYPTION_KEY (Fernet), readable again only to sign.
+
+The setting may list several keys, comma-separated: the first seals, every one opens (MultiFernet), so a key is
+rotated by putting the new one first, running `python -m app rotate-secrets`, then dropping the old one."""
 
 import base64
 import hashlib
 from collections import OrderedDict
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 
 class SecretsUnavailable(RuntimeError):
@@ -14,22 +17,42 @@ class SecretsUnavailable(RuntimeError):
 OPENED_KEPT = 10_000  # opened secrets kept in memory, least recently used first out
 
 
+def keys_of(setting: str | None) -> list[str]:
+    """The keys SECRET_ENCRYPTION_KEY lists, the sealing one first."""
+    return [key.strip() for key in (setting or "").split(",") if key.strip()]
+
+
 class SecretBox:
     """Seals and opens webhook secrets. An opened secret is kept in memory under its sealed form, so signing
     an attempt costs no decryption; a rotation seals a new secret, which is opened once when first used."""
 
     def __init__(self, key: str | None) -> None:
-        self._fernet = Fernet(_fernet_key(key)) if key else None
+        self._keys = [Fernet(_fernet_key(each)) for each in keys_of(key)]
+        self._fernet = MultiFernet(self._keys) if self._keys else None
         self._opened: OrderedDict[str, str] = OrderedDict()
         self.decryptions = 0
 
-    def _require(self) -> Fernet:
+    def _require(self) -> MultiFernet:
         if self._fernet is None:
             raise SecretsUnavailable(
                 "SECRET_ENCRYPTION_KEY is not set, so webhook secrets cannot be stored or read; "
                 "set it (make run creates one in .env) and restart"
             )
         return self._fernet
+
+    def reseal(self, sealed: str) -> str | None:
+        """`sealed` sealed again with the first key, or None when it already is; SecretsUnavailable when no key
+        opens it."""
+        fernet = self._require()
+        try:
+            self._keys[0].decrypt(sealed.encode())
+            return None
+        except InvalidToken:
+            pass
+        try:
+            return fernet.rotate(sealed.encode()).decode()
+        except InvalidToken as exc:
+            raise _unopenable() from exc
 
     def seal(self, plain: str) -> str:
         return self._require().encrypt(plain.encode()).decode()
@@ -50,9 +73,14 @@ class SecretBox:
         try:
             return self._require().decrypt(sealed.encode()).decode()
         except InvalidToken as exc:
-            raise SecretsUnavailable(
-                "a stored webhook secret does not open with SECRET_ENCRYPTION_KEY; was the key changed?"
-            ) from exc
+            raise _unopenable() from exc
+
+
+def _unopenable() -> SecretsUnavailable:
+    return SecretsUnavailable(
+        "a stored webhook secret does not open with any key of SECRET_ENCRYPTION_KEY; was a key changed or dropped "
+        "before `python -m app rotate-secrets` re-encrypted the secrets with the first one?"
+    )
 
 
 def _fernet_key(key: str) -> bytes:

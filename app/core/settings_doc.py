@@ -85,7 +85,7 @@ def env_example() -> str:
         parts.append(f"\n# --- {title} " + "-" * (WIDTH - len(title) - 7) + "\n")
         for name in names:
             field = Settings.model_fields[name]
-            comment = textwrap.wrap(description(field), WIDTH - 2)
+            comment = textwrap.wrap(description(field), WIDTH - 2, break_on_hyphens=False)
             parts.append("".join(f"# {line}\n" for line in comment) + f"{name.upper()}={env_value(field)}\n")
     return "".join(parts)
 

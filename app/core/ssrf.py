@@ -3,8 +3,10 @@ each connection is dialled; `resolve` checks a URL up front (when an endpoint is
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 MAX_URL_LENGTH = 2048
@@ -40,6 +42,12 @@ _V4_CARRIERS = {
 }
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+# What inet_aton (and so getaddrinfo and every browser) reads as an IPv4 address: one to four dot-separated numbers,
+# each decimal, octal (leading 0) or hex (0x), the last filling the remaining bytes (127.1, 0x7f.1, 2130706433).
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}\.?", re.IGNORECASE)
+
+
 class UnsafeURL(ValueError):
     """A URL the service will not call; the message says why in a sentence."""
 
@@ -69,12 +77,79 @@ class Response:
     retry_after: str | None = None
 
 
+class Resolver(Protocol):
+    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
+        """The host's addresses and their TTL in seconds (None when unknown); OSError when there are none."""
+        ...
+
+
+class SystemResolver:
+    """The operating system's resolver (getaddrinfo), which reports no TTL."""
+
+    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
+        async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return list(dict.fromkeys(str(info[4][0]) for info in infos)), None
+
+
+def literal(host: str) -> Address | None:
+    """The address a host names by itself, in any form the resolver would read as one; None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    if not _NUMERIC_HOST.fullmatch(host):
+        return None
+    parts = [_number(part) for part in host.removesuffix(".").split(".")]
+    if any(part is None for part in parts):
+        return None  # e.g. 08.1: not a number, so a name (which DNS will not find)
+    *head, last = [part for part in parts if part is not None]
+    if any(part > 0xFF for part in head) or last >= 1 << (8 * (4 - len(head))):
+        return None
+    value = last
+    for index, part in enumerate(head):
+        value |= part << (8 * (3 - index))
+    return ipaddress.IPv4Address(value)
+
+
+def _number(part: str) -> int | None:
+    base = 16 if part[:2].lower() == "0x" else 8 if len(part) > 1 and part[0] == "0" else 10
+    digits = part[2:] if base == 16 else part
+    try:
+        return int(digits or "0", base)
+    except ValueError:
+        return None
+
+
+def refused(host: str, address: Address, why: str, looked_up: bool) -> UnsafeURL:
+    """The refusal of `host`: which address it is (or resolves to) and why that address is not called."""
+    if looked_up:
+        subject = f"{host} resolves to {address},"
+    elif host.strip("[]") == str(address):
+        subject = f"{host} is"
+    else:  # 0x7f.1, 2130706433, ::ffff:7f00:1: say which address that spelling is
+        subject = f"{host} is {address},"
+    return UnsafeURL(f"{subject} {why}; only public addresses are called ({ALLOW_HINT})")
+
+
 def check_syntax(url: str) -> None:
     """Refuse a URL that is not plain http(s) to a host, without credentials, of sane length."""
     _parse(url)
 
 
-def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+def normalized(url: str) -> str:
+    """The URL as it is called, once its syntax is checked: an IPv4 address in another spelling (0177.0.0.1,
+    127.1, 2130706433) is written the usual way, as browsers do, since HTTP clients disagree on the others."""
+    _, host, _ = _parse(url)
+    address = literal(host)
+    if address is None or address.version != 4 or host == str(address):
+        return url
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port is not None else ""
+    return parts._replace(netloc=f"{address}{port}").geturl()
+
+
+def refusal(ip: Address) -> str | None:
     """Why an address is refused (e.g. "a loopback address"), or None when it is public."""
     for net, reason in _REFUSED.items():
         if ip in ipaddress.ip_network(net):
@@ -87,21 +162,31 @@ def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     return None if ip.is_global else "a special-purpose (non-public) address"  # documentation, benchmarking, etc.
 
 
-async def resolve(url: str, allow_private: bool) -> Target:
-    """Resolve a URL's host once and check every address; the Target is pinned to the first one."""
+async def resolve(url: str, allow_private: bool, resolver: Resolver | None = None) -> Target:
+    """Resolve a URL's host once and check every address; the Target is pinned to the first one. An address
+    written in the URL (in any form) is judged as it is, without a lookup."""
     scheme, host, port = _parse(url)
-    try:
-        async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, TimeoutError) as exc:
-        raise UnsafeURL(f"{url} could not be resolved: no address was found for {host}") from exc
-    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    address = literal(host)
+    if address is not None:
+        addresses = [address]
+    else:
+        addresses = await _lookup(url, host, port, resolver or SystemResolver())
     # One bad address refuses the URL: DNS answers can rotate, so picking a good one proves nothing.
     for address in addresses:
         why = None if allow_private else refusal(address)
         if why:
-            raise UnsafeURL(f"{url} resolves to {address}, {why}; only public addresses are called ({ALLOW_HINT})")
+            raise refused(host, address, why, looked_up=literal(host) is None)
     return Target(url=url, scheme=scheme, host=host, port=port, ip=str(addresses[0]))
+
+
+async def _lookup(url: str, host: str, port: int, resolver: Resolver) -> list[Address]:
+    try:
+        answer, _ = await resolver.resolve(host, port)
+        if not answer:
+            raise OSError(f"no address was found for {host}")
+        return [ipaddress.ip_address(address) for address in answer]
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UnsafeURL(f"{url} could not be resolved: no address was found for {host}") from exc
 
 
 def _parse(url: str) -> tuple[str, str, int]:

@@ -56,6 +56,11 @@ class JobContext:
 
 
 Handler = Callable[[JobContext, Any], Awaitable[Any]]
+Urls = Callable[[Any], dict[str, str]]
+
+
+def no_urls(_: Any) -> dict[str, str]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -69,3 +74,5 @@ class JobType:
     # The tags of a union payload model, which pydantic puts in an error's path after `payload`; clients' paths
     # do not have them.
     union_tags: frozenset[str] = frozenset()
+    # The URLs the handler will call, by payload field: checked by the SSRF guard at submit time as well.
+    urls: Urls = no_urls

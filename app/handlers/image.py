@@ -219,6 +219,14 @@ async def _fetch(tools: JobTools, url: str) -> bytes:
     return data
 
 
+def _urls(payload: ImagePayload) -> dict[str, str]:
+    return {} if payload.image_url is None else {"image_url": payload.image_url}
+
+
 JOB_TYPE = JobType(
-    "image", ImagePayload, handle, "Transforms an image (resize, thumbnail, grayscale, rotate, compress, convert)."
+    "image",
+    ImagePayload,
+    handle,
+    "Transforms an image (resize, thumbnail, grayscale, rotate, compress, convert).",
+    urls=_urls,
 )

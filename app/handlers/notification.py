@@ -96,4 +96,5 @@ JOB_TYPE = JobType(
     NotificationPayload,
     handle,
     "Makes one HTTP call, signed like a webhook delivery with a `secret`; 5xx and timeouts are retried.",
+    urls=lambda payload: {"url": payload.url},
 )

@@ -1,12 +1,13 @@
 """The dead-letter queue as a resource: list what died and why, replay it, retry one, cancel one."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core import metrics
+from app.core.failpoints import Failpoint, Failpoints
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent, sources_of
@@ -46,6 +47,7 @@ class DlqService:
     engine: AsyncEngine
     outbox: Outbox
     names: Names
+    failpoints: Failpoints = field(default_factory=Failpoints)
 
     async def page(
         self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
@@ -87,6 +89,7 @@ class DlqService:
         for job in candidates:
             done = await self._replay_one(job)
             if done is not None:
+                self.failpoints.hit(Failpoint.AFTER_REPLAY_COMMIT)
                 await self.outbox.publish(done[1])
                 replayed.append(job["id"])
         return replayed

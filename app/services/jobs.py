@@ -1,12 +1,13 @@
 """Jobs as the API serves them: submit (idempotency, save, publish), read, list, audit trail."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.failpoints import Failpoints
 from app.core.messages import expecting_reply
 from app.core.names import Names
 from app.models.rows import JobRow, job_row
@@ -14,9 +15,9 @@ from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
-from app.services.outbox import Outbox, Pending
+from app.services.outbox import Outbox
 from app.services.pagination import newest_first
-from app.services.submit import Draft, Filed, Submitter, as_queued, insert_drafts, new_drafts, request_hash
+from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row
 
@@ -34,9 +35,10 @@ class JobService:
     outbox: Outbox
     names: Names
     idempotency: IdempotencyCache | None = None
+    failpoints: Failpoints = field(default_factory=Failpoints)
 
     def __post_init__(self) -> None:
-        self.submitter = Submitter(self.engine, self.outbox)
+        self.submitter = Submitter(self.engine, self.outbox, self.failpoints)
 
     async def submit(
         self, principal: Principal, request: JobOptions, request_id: str | None, reply_id: str | None = None
@@ -112,16 +114,6 @@ class JobService:
                 raise IdempotencyConflict.of(filed.conflict)
             return await _outcomes(filed, known)
         return {index: (row, Submitted.EXISTING) for index, row in known.items()}
-
-    async def _save(
-        self, principal: Principal, request: JobOptions, request_id: str | None, digest: str
-    ) -> tuple[JobRow, Pending]:
-        """Commit one job and its outbox row and publish nothing: what a submit leaves if its process dies then."""
-        [draft] = new_drafts(self.names, principal.client_id, [request], request_id)
-        draft = replace(draft, job={**draft.job, "request_hash": digest})
-        async with self.engine.begin() as conn:
-            [staged] = await insert_drafts(conn, [draft])
-        return draft.job, staged
 
     async def close(self) -> None:
         """Finish the submits in flight (shutdown); the outbox's own close forgets what they published."""

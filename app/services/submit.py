@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core import metrics
 from app.core.broker import Outgoing
 from app.core.database import is_unreachable
+from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_event, job_outgoing
 from app.core.names import Names
@@ -201,9 +202,10 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
 class Submitter:
     """Saves requests' jobs, then publishes them: singles through one group commit, batches on their own."""
 
-    def __init__(self, engine: AsyncEngine, outbox: Outbox) -> None:
+    def __init__(self, engine: AsyncEngine, outbox: Outbox, failpoints: Failpoints | None = None) -> None:
         self._engine = engine
         self._outbox = outbox
+        self._failpoints = failpoints or Failpoints()
         self._publishing: set[asyncio.Task[Published]] = set()
         self.commit: GroupCommit[list[Draft], Filed] = GroupCommit(
             "submits", self._flush, MAX_SUBMITS_PER_COMMIT, systemic=is_unreachable
@@ -223,6 +225,7 @@ class Submitter:
             return filed
         async with self._engine.begin() as conn:
             staged = await insert_drafts(conn, fresh)
+        self._failpoints.hit(Failpoint.AFTER_SUBMIT_COMMIT)
         metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
         task = asyncio.create_task(self._publish(list(zip(fresh, staged, strict=True))), name="submit-publish")
         self._publishing.add(task)

@@ -13,7 +13,7 @@ from app.core.messages import delivery_id, dumps
 from app.core.names import TEST_EVENT, Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
-from app.core.ssrf import resolve
+from app.core.ssrf import Resolver, resolve
 from app.models.tables import CLIENT_SECRETS, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
@@ -33,10 +33,11 @@ class WebhookService:
     box: SecretBox
     allow_private: bool
     delivery_service: DeliveryService | None = None
+    resolver: Resolver | None = None  # the system's own when None
 
     async def check_url(self, url: str) -> None:
         """Refuse a URL that is not http(s) or resolves to a non-public address (unless allowed)."""
-        await resolve(url, self.allow_private)
+        await resolve(url, self.allow_private, self.resolver)
 
     async def create(self, principal: Principal, fields: Row) -> tuple[Row, str]:
         """Register an endpoint; its secret is returned this once."""

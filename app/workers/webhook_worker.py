@@ -196,6 +196,8 @@ class WebhookWorker:
             headers = signed_headers(secrets, delivery["id"], int(time.time()), body, request_id)
             response = await safe_http.post(self.http, delivery["url"], body, headers, settings.webhook_timeout_seconds)
         except (UnsafeURL, httpx.HTTPError, OSError) as exc:
+            if isinstance(exc, UnsafeURL):
+                logger.warning("delivery {} refused before connecting: {}", delivery["id"], exc)
             elapsed = (time.perf_counter() - started) * 1000
             return Attempt(None, elapsed, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
         error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"

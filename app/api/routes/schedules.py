@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from app.api.admission import urls_safe
 from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.routes.jobs import SUBMIT_STATUS
@@ -23,16 +24,11 @@ def _job(request: Any) -> dict[str, Any]:
     return dumped
 
 
-async def _safe_callback(state: StateDep, job: dict[str, Any]) -> None:
-    if job.get("callback_url"):
-        await state.webhooks.check_url(job["callback_url"])
-
-
 @router.post("", status_code=201, response_model=ScheduleOut, responses=INVALID)
 async def create_schedule(body: ScheduleCreate, state: StateDep, principal: PrincipalDep) -> ScheduleOut:
     """Save a schedule; each firing submits `job` under the idempotency key `schedule:<id>:<fire time>`."""
     fields = {**body.model_dump(exclude={"job"}), "job": _job(body.job)}
-    await _safe_callback(state, fields["job"])
+    await urls_safe(state, [body.job])  # the URLs its jobs will call: checked now as at a submit
     return ScheduleOut.model_validate(await state.schedules.create(principal, fields))
 
 
@@ -69,7 +65,7 @@ async def update_schedule(
     changes = body.model_dump(exclude_unset=True, exclude={"job"})
     if body.job is not None:
         changes["job"] = _job(body.job)
-        await _safe_callback(state, changes["job"])
+        await urls_safe(state, [body.job])
     row = await state.schedules.update(principal, schedule_id, changes)
     if row is None:
         raise not_found("schedule")
