@@ -1,5 +1,6 @@
 """Every error a client can get, in one shape: {"detail": sentence, "code": word, ...}."""
 
+import re
 from typing import Any
 
 from asgi_correlation_id import correlation_id
@@ -9,7 +10,6 @@ from fastapi.responses import JSONResponse
 from loguru import logger
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from app.core.database import is_unreachable
 from app.core.secret_box import SecretsUnavailable
@@ -96,19 +96,21 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _allowed(request: Request) -> list[str]:
-    """Every method some route serves at this path (Starlette's own answer names only the first route's)."""
-    methods: set[str] = set()
-    for route in request.app.routes:
-        match, _ = route.matches({**request.scope, "method": "__NONE__"})
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
+    """Every method the OpenAPI document lists at this path (Starlette's own answer names one route's only)."""
+    for template, operations in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)), request.url.path):
+            return sorted(method.upper() for method in operations)
+    return []
 
 
 async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     error = validation_errors(list(exc.errors()), prefix=())
     return JSONResponse(_body(error.code, error.detail, **error.extra), 422)
+
+
+# PostgreSQL's text holds no NUL: an id or a field with one is refused there (SQLite and MSSQL store it).
+UNSTORABLE_TEXT = {"22021", "22P05"}  # character_not_in_repertoire, untranslatable_character
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -119,6 +121,9 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
         headers = _with_request_id({"Retry-After": str(DB_RETRY_AFTER)})
         return JSONResponse(_body("database_unavailable", detail), 503, headers=headers)
+    if getattr(getattr(exc, "orig", None), "sqlstate", None) in UNSTORABLE_TEXT:
+        detail = "A text value holds a character the database cannot store (NUL, U+0000); remove it and retry."
+        return JSONResponse(_body("invalid_text", detail), 422)
     logger.exception("unhandled error in {} {}", request.method, request.url.path)
     detail = "Something went wrong on our side; quote the X-Request-ID header when you report it."
     return JSONResponse(_body("internal_error", detail), 500, headers=_with_request_id({}))
