@@ -11,7 +11,6 @@ from bench.harness import Harness
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes
 
-ROUNDS = 3
 CONSUMERS = 32
 CLIENTS = 32
 ARMS = (("on", "app"), ("off", "bench.metrics_off"))
@@ -22,13 +21,13 @@ async def metrics_cost(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("metrics_cost", job_consumers_default=CONSUMERS, job_consumers_critical=0, job_consumers_bulk=0)
     drains: dict[str, list[tuple[float, float | None]]] = {"on": [], "off": []}
     ingests: dict[str, list[tuple[float, float | None]]] = {"on": [], "off": []}
-    for round_ in range(ROUNDS):
+    for round_ in range(sizes.cost_rounds):
         for arm, module in ARMS if round_ % 2 == 0 else reversed(ARMS):
             drains[arm].append(await drain_once(h, sizes.drain_jobs, CONSUMERS, module, label=f" (metrics {arm})"))
             ingests[arm].append(await _ingest(h, sizes, arm, module))
     h.notes.append(
-        f"metrics_cost: {ROUNDS} rounds of each arm, taking turns (on, off, then off, on, ...); 'off' is the "
-        "service with prometheus_client's inc/set/observe as no-ops and no HTTP instrumentation middleware "
+        f"metrics_cost: {sizes.cost_rounds} rounds of each arm, taking turns (on, off, then off, on, ...); "
+        "'off' is the service with prometheus_client's inc/set/observe as no-ops and no HTTP instrumentation middleware "
         f"(bench/metrics_off.py). Rounds, jobs/s: drain on {_all(drains['on'])}, off {_all(drains['off'])}; "
         f"ingest on {_all(ingests['on'])}, off {_all(ingests['off'])}."
     )

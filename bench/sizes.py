@@ -19,6 +19,7 @@ class Sizes:
     slow_rate: float  # jobs/s in each phase of the slow-endpoint scenario
     slow_jobs: int  # jobs per phase: with the fast endpoint alone, then beside the slow one
     overload_seconds: float  # how long the overload scenario's clients keep sending
+    cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
     soak_jobs: int
     soak_checkpoint: int
 
@@ -41,6 +42,7 @@ FULL = Sizes(
     slow_rate=50,
     slow_jobs=1000,
     overload_seconds=60,
+    cost_rounds=3,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
 )
@@ -59,6 +61,7 @@ QUICK = Sizes(
     slow_rate=50,
     slow_jobs=250,
     overload_seconds=5,
+    cost_rounds=1,
     soak_jobs=1000,
     soak_checkpoint=200,
 )
