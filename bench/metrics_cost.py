@@ -27,8 +27,8 @@ async def metrics_cost(h: Harness, sizes: Sizes) -> list[Row]:
             ingests[arm].append(await _ingest(h, sizes, arm, module))
     h.notes.append(
         f"metrics_cost: {sizes.cost_rounds} rounds of each arm, taking turns (on, off, then off, on, ...); "
-        "'off' is the service with prometheus_client's inc/set/observe as no-ops and no HTTP instrumentation middleware "
-        f"(bench/metrics_off.py). Rounds, jobs/s: drain on {_all(drains['on'])}, off {_all(drains['off'])}; "
+        "'off' is the service with prometheus_client's inc/set/observe as no-ops and no HTTP instrumentation "
+        f"middleware (bench/metrics_off.py). Rounds, jobs/s: drain on {_all(drains['on'])}, off {_all(drains['off'])}; "
         f"ingest on {_all(ingests['on'])}, off {_all(ingests['off'])}."
     )
     return [
