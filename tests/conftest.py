@@ -130,10 +130,11 @@ def settings() -> Settings:
     return make_settings()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three RabbitMQ nodes of this run's own beside the system broker (bench/cluster.py), started on first use;
-    stopped and removed at the end of the session, also when a test fails."""
+    stopped and removed when the module that used them ends (idle, they still take much of a core), also when a
+    test fails."""
     with running_cluster(tmp_path_factory.mktemp("cluster"), prefix=NS) as running:
         yield running
 
