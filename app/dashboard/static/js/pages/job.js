@@ -1,0 +1,82 @@
+// One job: its fields, payload and result, the audit trail, its deliveries, its artifact; cancel and retry.
+import { api, download } from "../api.js";
+import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
+import { deliveryList } from "../deliveries.js";
+import { follow } from "../sse.js";
+
+const REFRESH_MS = 3000;
+const CANCELLABLE = new Set(["pending", "queued", "retrying"]);
+const FIELDS = ["id", "client_id", "job_type", "priority", "attempts", "max_retries", "idempotency_key", "callback_url", "request_id"];
+const TIMES = ["created_at", "updated_at", "started_at", "finished_at"];
+
+function facts(job) {
+  const rows = [["status", badge(job.status)], ...FIELDS.map((f) => [f, job[f] ?? "—"]), ...TIMES.map((f) => [f, when(job[f])])];
+  return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
+}
+
+function timeline(events) {
+  return h(
+    "ol",
+    { class: "timeline", id: "audit-trail" },
+    events.map((e) =>
+      h(
+        "li",
+        { "data-event": e.event },
+        h("span", { class: "event" }, e.event),
+        h("time", { datetime: e.created_at }, when(e.created_at)),
+        e.detail && Object.keys(e.detail).length ? pretty(e.detail) : null,
+      ),
+    ),
+  );
+}
+
+async function openArtifact(job, save) {
+  const blob = await download(`/api/v1/jobs/${job.id}/artifact`);
+  const url = URL.createObjectURL(blob);
+  if (save) {
+    const extension = (blob.type.split("/")[1] || "bin").replace("jpeg", "jpg");
+    h("a", { href: url, download: `${job.job_type}-${job.id}.${extension}` }).click();
+  } else {
+    window.open(url, "_blank", "noopener");
+  }
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+function buttons(job, reload) {
+  const post = (verb) => () => api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" }).then(reload);
+  return h(
+    "div",
+    { class: "actions" },
+    CANCELLABLE.has(job.status) ? action("Cancel job", post("cancel"), { kind: "danger", confirm: "Cancel this job? It will not run, and this cannot be undone.", done: "Job cancelled." }) : null,
+    job.status === "dead_lettered" ? action("Retry job", post("retry"), { confirm: "Run this dead-lettered job again, with a new retry budget?", done: "Job sent back to work." }) : null,
+    job.result?.artifact_url ? [action("Open artifact", () => openArtifact(job, false)), action("Download artifact", () => openArtifact(job, true))] : null,
+  );
+}
+
+export async function render(view, { ids: [id], signal }) {
+  const parts = { head: h("div"), fields: h("div"), data: h("div"), trail: h("div"), deliveries: h("div") };
+  const seen = {};
+  // Redraw only the parts whose data changed, so an open detail or a selection survives a refresh.
+  const put = (name, value, draw) => {
+    const text = JSON.stringify(value);
+    if (seen[name] !== text) replace(parts[name], draw(value));
+    seen[name] = text;
+  };
+  const reload = async () => {
+    const [job, events, deliveries] = await Promise.all(
+      [``, `/events`, `/logs`].map((tail) => api(`/api/v1/jobs/${id}${tail}`, { signal })),
+    );
+    put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload)]);
+    put("fields", job, (j) => section("Fields", facts(j)));
+    put("data", job, (j) => section("Payload, result and error", h("h3", {}, "payload"), pretty(j.payload), h("h3", {}, "result"), pretty(j.result), h("h3", {}, "error"), pretty(j.error)));
+    put("trail", events, (e) => section("Audit trail", timeline(e)));
+    put("deliveries", deliveries, (d) => section("Webhook deliveries", deliveryList(d, reload)));
+  };
+  await reload();
+  view.append(...Object.values(parts));
+  const problem = h("div");
+  view.append(problem);
+  const quietly = () => reload().then(() => replace(problem), (error) => signal.aborted || replace(problem, errorLine(error)));
+  follow(`/api/v1/jobs/${id}/stream`, quietly, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
+  every(REFRESH_MS, quietly, signal);
+}

@@ -1,0 +1,100 @@
+// Overview: jobs per second (live, from the events stream), queue depths, the DLQ, workers and circuits.
+import { api } from "../api.js";
+import { lineChart, RateWindow } from "../chart.js";
+import { badge, errorLine, every, h, replace, section, table } from "../dom.js";
+import { follow } from "../sse.js";
+
+const SECONDS = 60;
+const REFRESH_MS = 3000;
+const FINISHED = new Set(["job.succeeded", "job.dead_lettered", "job.cancelled"]);
+
+function throughput(signal) {
+  const submitted = new RateWindow(SECONDS);
+  const finished = new RateWindow(SECONDS);
+  const chart = h("div", { class: "chart-box", id: "throughput" });
+  const legend = h("p", { class: "legend" });
+  const draw = () => {
+    const series = [
+      { name: "submitted", values: submitted.values() },
+      { name: "finished", values: finished.values() },
+    ];
+    replace(chart, lineChart(series, { seconds: SECONDS }));
+    replace(
+      legend,
+      h("span", { class: "key series-0" }, `submitted ${series[0].values.at(-2)}/s`),
+      h("span", { class: "key series-1" }, `finished ${series[1].values.at(-2)}/s`),
+    );
+  };
+  // A job counts as submitted when it is first queued in a retry budget (attempts 0), finished at a terminal status.
+  const onMessage = ({ event, data }) => {
+    if (event === "job.queued" && data.data.job.attempts === 0) submitted.add();
+    if (FINISHED.has(event)) finished.add();
+  };
+  const problem = h("div");
+  follow("/api/v1/events/stream", onMessage, { signal, onError: (error) => replace(problem, errorLine(error)) });
+  every(1000, draw, signal);
+  return section("Jobs per second (since this page opened)", chart, legend, problem);
+}
+
+function refreshed(title, load, draw, signal) {
+  const body = h("div", { class: "figures" });
+  every(
+    REFRESH_MS,
+    async () => {
+      try {
+        replace(body, draw(await load()));
+      } catch (error) {
+        if (!signal.aborted) replace(body, errorLine(error));
+      }
+    },
+    signal,
+  );
+  return section(title, body);
+}
+
+function dlqFigures(stats) {
+  const rows = [["dead-lettered jobs", stats.dead_lettered]];
+  if (stats.broker_depth !== undefined) rows.push(["messages in the broker's DLQ", stats.broker_depth]);
+  for (const [type, n] of Object.entries(stats.by_job_type)) rows.push([`type ${type}`, n]);
+  for (const [reason, n] of Object.entries(stats.by_reason)) rows.push([`reason ${reason}`, n]);
+  return h("dl", { class: "facts", id: "dlq-depth" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]));
+}
+
+function queueTable(answer) {
+  const columns = [
+    { title: "queue", key: "queue" },
+    { title: "ready", key: "ready", class: "num" },
+    { title: "consumers", key: "consumers", class: "num" },
+  ];
+  return table(columns, answer.items);
+}
+
+function workerTable(answer) {
+  const columns = [
+    { title: "worker", key: "name" },
+    { title: "process", key: "process" },
+    { title: "state", render: (w) => badge(w.state) },
+    { title: "in flight", key: "in_flight", class: "num" },
+    { title: "per second", render: (w) => w.processing_rate.toFixed(1), class: "num" },
+  ];
+  return table(columns, answer.items);
+}
+
+function circuitTable(circuits) {
+  const columns = [
+    { title: "job type", key: "job_type" },
+    { title: "circuit", render: (c) => badge(c.state) },
+    { title: "failures / calls", render: (c) => `${c.failures} / ${c.calls}` },
+  ];
+  return table(columns, circuits);
+}
+
+export async function render(view, { who, signal }) {
+  view.append(h("h1", {}, "Overview"), throughput(signal));
+  view.append(refreshed("Dead-letter queue", () => api("/api/v1/dlq/stats", { signal }), dlqFigures, signal));
+  if (who.admin) {
+    view.append(refreshed("Queues", () => api("/api/v1/queues", { signal }), queueTable, signal));
+    view.append(refreshed("Workers", () => api("/api/v1/workers", { signal }), workerTable, signal));
+  }
+  view.append(refreshed("Circuits", () => api("/api/v1/circuits", { signal }), circuitTable, signal));
+}

@@ -1,0 +1,58 @@
+// Server-Sent Events read with fetch: EventSource cannot send the bearer header the API needs.
+import { authHeaders, failure } from "./api.js";
+
+const RECONNECT_MS = 2000;
+
+function parse(block) {
+  const message = { id: null, event: "message", data: [] };
+  for (const line of block.split(/\r\n|\r|\n/)) {
+    if (!line || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (name === "data") message.data.push(value);
+    else if (name === "id") message.id = value;
+    else if (name === "event") message.event = value;
+  }
+  return message.data.length ? { ...message, data: JSON.parse(message.data.join("\n")) } : null;
+}
+
+async function readOnce(path, lastId, onMessage, signal, onOpen) {
+  const headers = authHeaders({ Accept: "text/event-stream", ...(lastId ? { "Last-Event-ID": lastId } : {}) });
+  const response = await fetch(path, { headers, signal, credentials: "omit", cache: "no-store" });
+  if (!response.ok) throw await failure(response);
+  onOpen();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return lastId;
+    buffer += value;
+    let boundary;
+    while ((boundary = buffer.search(/(\r\n|\r|\n){2}/)) >= 0) {
+      const block = buffer.slice(0, boundary);
+      buffer = buffer.slice(boundary).replace(/^(\r\n|\r|\n){2}/, "");
+      const message = parse(block);
+      if (message) {
+        lastId = message.id || lastId;
+        onMessage(message);
+      }
+    }
+  }
+}
+
+// Follow `path` until `signal` aborts, reconnecting with Last-Event-ID (unless `reconnect` is false).
+export async function follow(path, onMessage, { signal, onOpen = () => {}, onError = () => {}, reconnect = true } = {}) {
+  let lastId = null;
+  while (!signal.aborted) {
+    try {
+      lastId = await readOnce(path, lastId, onMessage, signal, onOpen);
+      if (!reconnect) return;
+    } catch (error) {
+      if (signal.aborted) return;
+      onError(error);
+      if (error.status && error.status < 500) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+  }
+}
