@@ -1,5 +1,7 @@
 """The dashboard in headless Chromium against a running service (API with embedded workers) on the test database."""
 
+import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -12,12 +14,15 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from redis.asyncio import Redis
 
-from tests.browser import NARROW, Tab, chromium, tab
+from tests.browser import CHROMIUM, NARROW, Tab, chromium, tab
 from tests.conftest import ADMIN_KEY, NS, REDIS_URL, make_settings, settings_env
 from tests.receiver import Receiver, running_receiver
 from tests.support import ROOT, Process, app_process, env_without_dotenv, free_port, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is missing: apt-get install chromium"),
+]
 WITHIN = 20
 SCREENSHOTS = ROOT / "docs" / "dashboard"  # written when DASHBOARD_SCREENSHOTS=1
 expect.set_options(timeout=WITHIN * 1000)
@@ -89,7 +94,35 @@ async def service(api_process: tuple[Process, int]) -> AsyncIterator[Service]:
             return answer.status_code == 200 and [w["state"] for w in answer.json()["items"]] == ["running"]
 
         await wait_for(workers_running, within=60, interval=0.2)
+        await feed_is_live(running)
         yield running
+
+
+async def feed_is_live(service: Service) -> None:
+    """Wait until job events reach the events stream: the API's live feed binds its queue after start-up, and an
+    event published before that is on no stream. A probe job a second until one's event arrives."""
+    key = await service.new_key("dash-warm-up")
+    events = 0
+    async with service.http.stream("GET", "/api/v1/events/stream", headers=bearer(key)) as stream:
+        assert stream.status_code == 200
+
+        async def read() -> None:
+            nonlocal events
+            async for line in stream.aiter_lines():
+                events += line.startswith("data:")
+
+        reader = asyncio.create_task(read())
+
+        async def arrived() -> bool:
+            await service.submit(key, job_type="echo", payload={})
+            return events > 0
+
+        try:
+            await wait_for(arrived, within=WITHIN, interval=1)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +263,28 @@ async def test_a_new_webhook_secret_shows_once_and_never_again(service: Service,
     await expect(page.locator("#webhook-edit")).to_be_visible()
     await expect(page.locator("#webhook-deliveries")).to_contain_text("webhook.test")
     assert secret not in await page.content() and secret not in page.url
+    await page.get_by_role("button", name="Rotate secret").click()
+    rotated = await page.locator("#secret-once code").text_content()
+    assert rotated is not None and rotated.startswith("whsec_") and rotated != secret
+    await page.get_by_role("button", name="Disable").click()
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "disabled")
+    await page.reload()
+    await expect(page.locator("#webhook-edit")).to_be_visible()
+    assert rotated not in await page.content()
     await screenshot(page, "webhook")
+
+
+async def test_a_document_job_offers_its_pdf_for_download(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-artifact")
+    document = {"title": "Dashboard", "content": [{"type": "paragraph", "text": "A page."}]}
+    job = await service.submit(key, job_type="document", payload=document)
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+    async with page.expect_download() as download:
+        await page.get_by_role("button", name="Download artifact").click()
+    path = await (await download.value).path()
+    assert Path(path).read_bytes().startswith(b"%PDF-")
+    assert (await download.value).suggested_filename == f"document-{job['id']}.pdf"
 
 
 async def test_a_client_key_sees_neither_another_clients_job_nor_the_workers(service: Service, tab_of: Tab) -> None:
@@ -266,6 +320,12 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
         "webhook-admin": (f"#/webhooks/{hook.json()['id']}", "#webhook-edit"),
         "workers": ("#/workers", "[data-worker=job_worker]"),
     }
+    await expect(page.locator("#throughput[data-live=on]")).to_have_count(1)
+    for n in range(3):
+        await service.submit(ADMIN_KEY, job_type="echo", payload={"n": n})
+    await expect(page.locator("[data-series=submitted]")).to_have_text("submitted 3 in 60 s")
+    await expect(page.locator("[data-series=finished]")).to_have_text("finished 3 in 60 s")
+    await expect(page.locator("#queue-depths tr[data-queue='jobs.default']")).to_be_visible()
     for name, (fragment, ready) in pages.items():
         await page.goto(f"{service.url}/dashboard{fragment}")
         await expect(page.locator(ready)).to_be_visible()

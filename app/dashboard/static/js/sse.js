@@ -5,7 +5,7 @@ const RECONNECT_MS = 2000;
 
 function parse(block) {
   const message = { id: null, event: "message", data: [] };
-  for (const line of block.split(/\r\n|\r|\n/)) {
+  for (const line of block.split("\n")) {
     if (!line || line.startsWith(":")) continue;
     const colon = line.indexOf(":");
     const name = colon < 0 ? line : line.slice(0, colon);
@@ -24,15 +24,17 @@ async function readOnce(path, lastId, onMessage, signal, onOpen) {
   onOpen();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
+  let carried = ""; // a chunk's last "\r" may be the first half of "\r\n"
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return lastId;
-    buffer += value;
+    const text = carried + value;
+    carried = text.endsWith("\r") ? "\r" : "";
+    buffer += (carried ? text.slice(0, -1) : text).replace(/\r\n?/g, "\n");
     let boundary;
-    while ((boundary = buffer.search(/(\r\n|\r|\n){2}/)) >= 0) {
-      const block = buffer.slice(0, boundary);
-      buffer = buffer.slice(boundary).replace(/^(\r\n|\r|\n){2}/, "");
-      const message = parse(block);
+    while ((boundary = buffer.indexOf("\n\n")) >= 0) {
+      const message = parse(buffer.slice(0, boundary));
+      buffer = buffer.slice(boundary + 2);
       if (message) {
         lastId = message.id || lastId;
         onMessage(message);

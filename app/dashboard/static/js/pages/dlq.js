@@ -1,6 +1,6 @@
 // The dead-letter queue: stats, dead jobs with reason and last error, replay of a selection or of a type.
 import { api, query } from "../api.js";
-import { action, h, replace, section, short, table, when } from "../dom.js";
+import { action, errorLine, h, replace, section, short, table, when } from "../dom.js";
 import { choice, jobTypes } from "./jobs.js";
 
 const LIMIT = 50;
@@ -35,6 +35,7 @@ export async function render(view, { params, signal }) {
   const list = h("div", { id: "dlq-table" });
   const pager = h("div", { class: "pager" });
   const cursors = [null];
+  const shown = (error) => replace(list, errorLine(error));
   const reload = async () => {
     const [figures, page] = await Promise.all([
       api("/api/v1/dlq/stats", { signal }),
@@ -42,8 +43,8 @@ export async function render(view, { params, signal }) {
     ]);
     replace(statsBox, stats(figures));
     replace(list, deadTable(page.items));
-    const newer = cursors.length > 1 ? h("button", { type: "button", onclick: () => (cursors.pop(), reload()) }, "Newer") : null;
-    const older = page.next_cursor ? h("button", { type: "button", onclick: () => (cursors.push(page.next_cursor), reload()) }, "Older") : null;
+    const newer = cursors.length > 1 ? h("button", { type: "button", onclick: () => (cursors.pop(), reload().catch(shown)) }, "Newer") : null;
+    const older = page.next_cursor ? h("button", { type: "button", onclick: () => (cursors.push(page.next_cursor), reload().catch(shown)) }, "Older") : null;
     replace(pager, newer, older);
   };
   const filter = h("form", { class: "filters" }, choice("job_type", "Type", types, params.get("job_type")), h("button", { type: "submit" }, "Filter"));

@@ -14,20 +14,26 @@ function facts(job) {
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
 }
 
-function timeline(events) {
+const MOVE = new Set(["from", "to", "attempt"]);
+
+// Each event as one line (from → to, attempt), with anything else it carries (an error, a delivery) beneath.
+function trailItem(e) {
+  const detail = e.detail || {};
+  const move = "to" in detail ? `${detail.from ?? "—"} → ${detail.to}` : null;
+  const rest = Object.fromEntries(Object.entries(detail).filter(([k]) => !MOVE.has(k)));
   return h(
-    "ol",
-    { class: "timeline", id: "audit-trail" },
-    events.map((e) =>
-      h(
-        "li",
-        { "data-event": e.event },
-        h("span", { class: "event" }, e.event),
-        h("time", { datetime: e.created_at }, when(e.created_at)),
-        e.detail && Object.keys(e.detail).length ? pretty(e.detail) : null,
-      ),
-    ),
+    "li",
+    { "data-event": e.event },
+    h("span", { class: "event" }, e.event),
+    move ? h("span", { class: "move" }, move) : null,
+    "attempt" in detail ? h("span", { class: "hint" }, `attempt ${detail.attempt}`) : null,
+    h("time", { datetime: e.created_at }, when(e.created_at)),
+    Object.keys(rest).length ? pretty(rest) : null,
   );
+}
+
+function timeline(events) {
+  return h("ol", { class: "timeline", id: "audit-trail" }, events.map(trailItem));
 }
 
 async function openArtifact(job, save) {

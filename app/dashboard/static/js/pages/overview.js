@@ -19,10 +19,10 @@ function throughput(signal) {
       { name: "finished", values: finished.values() },
     ];
     replace(chart, lineChart(series, { seconds: SECONDS }));
+    const total = (values) => values.reduce((sum, v) => sum + v, 0);
     replace(
       legend,
-      h("span", { class: "key series-0" }, `submitted ${series[0].values.at(-2)}/s`),
-      h("span", { class: "key series-1" }, `finished ${series[1].values.at(-2)}/s`),
+      series.map((s, i) => h("span", { class: `key series-${i}`, "data-series": s.name }, `${s.name} ${total(s.values)} in ${SECONDS} s`)),
     );
   };
   // A job counts as submitted when it is first queued in a retry budget (attempts 0), finished at a terminal status.
@@ -31,7 +31,11 @@ function throughput(signal) {
     if (FINISHED.has(event)) finished.add();
   };
   const problem = h("div");
-  follow("/api/v1/events/stream", onMessage, { signal, onError: (error) => replace(problem, errorLine(error)) });
+  follow("/api/v1/events/stream", onMessage, {
+    signal,
+    onOpen: () => (chart.dataset.live = "on"),
+    onError: (error) => replace(problem, errorLine(error)),
+  });
   every(1000, draw, signal);
   return section("Jobs per second (since this page opened)", chart, legend, problem);
 }
@@ -60,13 +64,26 @@ function dlqFigures(stats) {
   return h("dl", { class: "facts", id: "dlq-depth" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]));
 }
 
+// Lanes and their delay tiers as one grid: a row per lane, a column per tier ("jobs.default.retry.240ms").
 function queueTable(answer) {
+  const rows = new Map();
+  const tiers = new Set();
+  for (const { queue, ready, consumers } of answer.items) {
+    const [base, tier] = queue.split(".retry.");
+    const row = rows.get(base) || { queue: base, ready: null, consumers: null, tiers: {} };
+    if (tier) {
+      row.tiers[tier] = ready;
+      tiers.add(tier);
+    } else Object.assign(row, { ready, consumers });
+    rows.set(base, row);
+  }
   const columns = [
     { title: "queue", key: "queue" },
     { title: "ready", key: "ready", class: "num" },
     { title: "consumers", key: "consumers", class: "num" },
+    ...[...tiers].sort((a, b) => parseFloat(a) - parseFloat(b)).map((tier) => ({ title: `retry ${tier}`, render: (r) => r.tiers[tier], class: "num" })),
   ];
-  return table(columns, answer.items);
+  return h("div", { id: "queue-depths" }, table(columns, [...rows.values()], (r) => ({ "data-queue": r.queue })));
 }
 
 function workerTable(answer) {
