@@ -283,7 +283,7 @@ async def test_a_document_job_offers_its_pdf_for_download(service: Service, tab_
     async with page.expect_download() as download:
         await page.get_by_role("button", name="Download artifact").click()
     path = await (await download.value).path()
-    assert Path(path).read_bytes().startswith(b"%PDF-")
+    assert (await asyncio.to_thread(Path(path).read_bytes)).startswith(b"%PDF-")
     assert (await download.value).suggested_filename == f"document-{job['id']}.pdf"
 
 
