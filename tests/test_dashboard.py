@@ -252,6 +252,7 @@ async def test_a_new_webhook_secret_shows_once_and_never_again(service: Service,
     secret = await page.locator("#secret-once code").text_content()
     assert secret is not None and secret.startswith("whsec_")
     await expect(page.locator("#webhook-list")).to_contain_text(service.receiver.url("/endpoint"))
+    await expect(form.locator("input[name=events]:checked")).to_have_count(4)  # the form is back to its defaults
     await screenshot(page, "webhooks")
     await page.get_by_role("button", name="I have saved it").click()
     assert secret not in await page.content()
@@ -326,10 +327,11 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     await expect(page.locator("[data-series=submitted]")).to_have_text("submitted 3 in 60 s")
     await expect(page.locator("[data-series=finished]")).to_have_text("finished 3 in 60 s")
     await expect(page.locator("#queue-depths tr[data-queue='jobs.default']")).to_be_visible()
+    await screenshot(page, "overview")
     for name, (fragment, ready) in pages.items():
         await page.goto(f"{service.url}/dashboard{fragment}")
         await expect(page.locator(ready)).to_be_visible()
-        if name in ("overview", "workers"):
+        if name == "workers":
             await screenshot(page, name)
     await expect(page.locator("#view table").first).to_be_visible()
     async with tab(browser, NARROW) as narrow:

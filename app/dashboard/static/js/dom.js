@@ -7,7 +7,7 @@ export function h(tag, props = {}, ...children) {
     if (name === "text") element.textContent = value;
     else if (name === "class") element.className = value;
     else if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
-    else if (name in element && typeof value !== "string") element[name] = value;
+    else if (name in element && typeof value !== "string" && typeof value !== "boolean") element[name] = value;
     else element.setAttribute(name, value === true ? "" : value);
   }
   append(element, children);

@@ -78,7 +78,7 @@ function queueTable(answer) {
     rows.set(base, row);
   }
   const columns = [
-    { title: "queue", key: "queue" },
+    { title: "queue", render: (r) => (r.consumers === null ? `${r.queue} (retry tiers)` : r.queue) },
     { title: "ready", key: "ready", class: "num" },
     { title: "consumers", key: "consumers", class: "num" },
     ...[...tiers].sort((a, b) => parseFloat(a) - parseFloat(b)).map((tier) => ({ title: `retry ${tier}`, render: (r) => r.tiers[tier], class: "num" })),
