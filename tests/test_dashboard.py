@@ -313,7 +313,7 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     job = await service.submit(ADMIN_KEY, job_type="echo", payload={"page": "all"})
     await sign_in(service, page, ADMIN_KEY)
     pages = {
-        "overview": ("#/", "#dlq-depth"),
+        "overview": ("#/", "#dlq-stats"),
         "jobs-admin": ("#/jobs", "#jobs-table table"),
         "job-admin": (f"#/jobs/{job['id']}", "#audit-trail"),
         "dlq-admin": ("#/dlq", "#dlq-stats"),
@@ -336,7 +336,7 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     await expect(page.locator("#view table").first).to_be_visible()
     async with tab(browser, NARROW) as narrow:
         await sign_in(service, narrow.page, ADMIN_KEY)
-        await expect(narrow.page.locator("#dlq-depth")).to_be_visible()
+        await expect(narrow.page.locator("#dlq-stats")).to_be_visible()
         overflow = await narrow.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0
         await screenshot(narrow.page, "overview-narrow")

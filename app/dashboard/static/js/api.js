@@ -52,6 +52,11 @@ export async function download(path) {
   return response.blob();
 }
 
+// The job types, as the circuits list names them (any key may read it).
+export async function jobTypes(signal) {
+  return (await api("/api/v1/circuits", { signal })).map((circuit) => circuit.job_type);
+}
+
 export function query(params) {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {

@@ -13,11 +13,17 @@ const ATTEMPT_COLUMNS = [
 ];
 
 export function deliveryCard(delivery, onChange) {
-  const redeliver = action("Redeliver", () => api(`/api/v1/deliveries/${delivery.id}/redeliver`, { method: "POST" }).then(onChange), {
+  const send = () => api(`/api/v1/deliveries/${delivery.id}/redeliver`, { method: "POST" }).then(onChange);
+  const redeliver = action("Redeliver", send, {
     confirm: "Send this delivery to its endpoint again?",
     done: "Delivery queued again.",
   });
-  const job = delivery.job_id ? h("a", { href: `#/jobs/${delivery.job_id}`, class: "mono" }, short(delivery.job_id)) : null;
+  const job = delivery.job_id
+    ? h("a", { href: `#/jobs/${delivery.job_id}`, class: "mono" }, short(delivery.job_id))
+    : null;
+  const attempts = delivery.attempts.length
+    ? table(ATTEMPT_COLUMNS, delivery.attempts, () => ({ class: "attempt" }))
+    : h("p", { class: "empty" }, "No attempt yet.");
   return h(
     "article",
     { class: "delivery", "data-delivery-id": delivery.id },
@@ -31,7 +37,7 @@ export function deliveryCard(delivery, onChange) {
       h("span", { class: "url" }, delivery.url),
       redeliver,
     ),
-    delivery.attempts.length ? table(ATTEMPT_COLUMNS, delivery.attempts, () => ({ class: "attempt" })) : h("p", { class: "empty" }, "No attempt yet."),
+    attempts,
   );
 }
 

@@ -75,10 +75,11 @@ export function notify(message, kind = "ok") {
 }
 
 // Run an action from a button: confirm it when asked, show the API's sentence when it fails.
-export function action(label, run, { confirm: question, kind = "", done } = {}) {
+export function action(label, run, { confirm: question, kind = "", done, disabled = false } = {}) {
   return h("button", {
     type: "button",
     class: kind,
+    disabled,
     text: label,
     onclick: async (event) => {
       if (question && !window.confirm(question)) return;
@@ -94,6 +95,20 @@ export function action(label, run, { confirm: question, kind = "", done } = {}) 
       }
     },
   });
+}
+
+// Handle a form's submit in place: `run` gets the form; a failure shows the API's sentence.
+export function onSubmit(form, run, { confirm: question } = {}) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (question && !window.confirm(question)) return;
+    try {
+      await run(form);
+    } catch (error) {
+      notify(error.message, "bad");
+    }
+  });
+  return form;
 }
 
 // Repeat `task` every `ms` until `signal` aborts; a failure shows in `where` and the next round tries again.

@@ -44,7 +44,8 @@ async function readOnce(path, lastId, onMessage, signal, onOpen) {
 }
 
 // Follow `path` until `signal` aborts, reconnecting with Last-Event-ID (unless `reconnect` is false).
-export async function follow(path, onMessage, { signal, onOpen = () => {}, onError = () => {}, reconnect = true } = {}) {
+export async function follow(path, onMessage, options) {
+  const { signal, onOpen = () => {}, onError = () => {}, reconnect = true } = options;
   let lastId = null;
   while (!signal.aborted) {
     try {

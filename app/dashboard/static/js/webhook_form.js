@@ -3,21 +3,25 @@ import { h } from "./dom.js";
 
 export const EVENTS = ["job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled"];
 
+function field(label, input) {
+  return h("label", {}, label, input);
+}
+
+function eventChoices(chosen) {
+  const box = (event) => h("input", { type: "checkbox", name: "events", value: event, checked: chosen.has(event) });
+  return h("fieldset", {}, h("legend", {}, "Events"), EVENTS.map((e) => h("label", { class: "check" }, box(e), e)));
+}
+
 export function webhookFields(hook = {}, { creating = false, types = [] } = {}) {
-  const chosen = new Set(hook.events || EVENTS);
+  const placeholder = "https://example.com/hooks";
+  const url = h("input", { name: "url", type: "url", required: true, value: hook.url || "", placeholder });
+  const typeOptions = [h("option", { value: "" }, "any"), types.map((t) => h("option", { value: t }, t))];
   return [
-    h("label", {}, "URL", h("input", { name: "url", type: "url", required: true, value: hook.url || "", placeholder: "https://example.com/hooks" })),
-    h(
-      "fieldset",
-      {},
-      h("legend", {}, "Events"),
-      EVENTS.map((event) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "events", value: event, checked: chosen.has(event) }), event)),
-    ),
-    creating
-      ? h("label", {}, "Only job type", h("select", { name: "job_type" }, h("option", { value: "" }, "any"), types.map((t) => h("option", { value: t }, t))))
-      : null,
-    creating ? h("label", {}, "Only job id", h("input", { name: "job_id", maxlength: "36" })) : null,
-    h("label", {}, "Description", h("input", { name: "description", maxlength: "500", value: hook.description || "" })),
+    field("URL", url),
+    eventChoices(new Set(hook.events || EVENTS)),
+    creating ? field("Only job type", h("select", { name: "job_type" }, typeOptions)) : null,
+    creating ? field("Only job id", h("input", { name: "job_id", maxlength: "36" })) : null,
+    field("Description", h("input", { name: "description", maxlength: "500", value: hook.description || "" })),
   ];
 }
 

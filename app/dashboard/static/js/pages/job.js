@@ -6,11 +6,25 @@ import { follow } from "../sse.js";
 
 const REFRESH_MS = 3000;
 const CANCELLABLE = new Set(["pending", "queued", "retrying"]);
-const FIELDS = ["id", "client_id", "job_type", "priority", "attempts", "max_retries", "idempotency_key", "callback_url", "request_id"];
+const FIELDS = [
+  "id",
+  "client_id",
+  "job_type",
+  "priority",
+  "attempts",
+  "max_retries",
+  "idempotency_key",
+  "callback_url",
+  "request_id",
+];
 const TIMES = ["created_at", "updated_at", "started_at", "finished_at"];
 
 function facts(job) {
-  const rows = [["status", badge(job.status)], ...FIELDS.map((f) => [f, job[f] ?? "—"]), ...TIMES.map((f) => [f, when(job[f])])];
+  const rows = [
+    ["status", badge(job.status)],
+    ...FIELDS.map((f) => [f, job[f] ?? "—"]),
+    ...TIMES.map((f) => [f, when(job[f])]),
+  ];
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
 }
 
@@ -50,12 +64,25 @@ async function openArtifact(job, save) {
 
 function buttons(job, reload) {
   const post = (verb) => () => api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" }).then(reload);
+  const cancel = action("Cancel job", post("cancel"), {
+    kind: "danger",
+    confirm: "Cancel this job? It will not run, and this cannot be undone.",
+    done: "Job cancelled.",
+  });
+  const retry = action("Retry job", post("retry"), {
+    confirm: "Run this dead-lettered job again, with a new retry budget?",
+    done: "Job sent back to work.",
+  });
+  const artifact = [
+    action("Open artifact", () => openArtifact(job, false)),
+    action("Download artifact", () => openArtifact(job, true)),
+  ];
   return h(
     "div",
     { class: "actions" },
-    CANCELLABLE.has(job.status) ? action("Cancel job", post("cancel"), { kind: "danger", confirm: "Cancel this job? It will not run, and this cannot be undone.", done: "Job cancelled." }) : null,
-    job.status === "dead_lettered" ? action("Retry job", post("retry"), { confirm: "Run this dead-lettered job again, with a new retry budget?", done: "Job sent back to work." }) : null,
-    job.result?.artifact_url ? [action("Open artifact", () => openArtifact(job, false)), action("Download artifact", () => openArtifact(job, true))] : null,
+    CANCELLABLE.has(job.status) ? cancel : null,
+    job.status === "dead_lettered" ? retry : null,
+    job.result?.artifact_url ? artifact : null,
   );
 }
 
@@ -74,7 +101,9 @@ export async function render(view, { ids: [id], signal }) {
     );
     put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload)]);
     put("fields", job, (j) => section("Fields", facts(j)));
-    put("data", job, (j) => section("Payload, result and error", h("h3", {}, "payload"), pretty(j.payload), h("h3", {}, "result"), pretty(j.result), h("h3", {}, "error"), pretty(j.error)));
+    put("data", job, (j) =>
+      section("Payload, result and error", ["payload", "result", "error"].map((f) => [h("h3", {}, f), pretty(j[f])])),
+    );
     put("trail", events, (e) => section("Audit trail", timeline(e)));
     put("deliveries", deliveries, (d) => section("Webhook deliveries", deliveryList(d, reload)));
   };
@@ -82,7 +111,12 @@ export async function render(view, { ids: [id], signal }) {
   view.append(...Object.values(parts));
   const problem = h("div");
   view.append(problem);
-  const quietly = () => reload().then(() => replace(problem), (error) => signal.aborted || replace(problem, errorLine(error)));
-  follow(`/api/v1/jobs/${id}/stream`, quietly, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
+  const quietly = () =>
+    reload().then(
+      () => replace(problem),
+      (error) => signal.aborted || replace(problem, errorLine(error)),
+    );
+  const stream = `/api/v1/jobs/${id}/stream`;
+  follow(stream, quietly, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
   every(REFRESH_MS, quietly, signal);
 }

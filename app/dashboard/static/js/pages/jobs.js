@@ -1,36 +1,12 @@
 // Jobs: newest first, filtered by status and type, paged by the API's cursor, statuses updated live.
-import { api, query } from "../api.js";
+import { api, jobTypes, query } from "../api.js";
+import { choice, filterForm, pager } from "../controls.js";
 import { badge, errorLine, h, replace, short, table, when } from "../dom.js";
 import { follow } from "../sse.js";
 
 export const STATUSES = ["pending", "queued", "running", "retrying", "succeeded", "dead_lettered", "cancelled"];
 const LIMIT = 25;
 const RELOAD_MS = 1000;
-
-export async function jobTypes(signal) {
-  return (await api("/api/v1/circuits", { signal })).map((circuit) => circuit.job_type);
-}
-
-export function choice(name, label, values, selected) {
-  const options = [h("option", { value: "" }, "any"), values.map((v) => h("option", { value: v, selected: v === selected }, v))];
-  return h("label", {}, label, h("select", { name }, options));
-}
-
-function filters(params, types) {
-  const form = h(
-    "form",
-    { class: "filters", id: "job-filters" },
-    choice("status", "Status", STATUSES, params.get("status")),
-    choice("job_type", "Type", types, params.get("job_type")),
-    h("button", { type: "submit" }, "Filter"),
-  );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const data = new FormData(form);
-    window.location.hash = `#/jobs${query({ status: data.get("status"), job_type: data.get("job_type") })}`;
-  });
-  return form;
-}
 
 function columns(who) {
   return [
@@ -60,18 +36,21 @@ function update(row, job) {
 export async function render(view, { who, params, signal }) {
   const types = await jobTypes(signal);
   const holder = h("div", { id: "jobs-table" });
-  const pager = h("div", { class: "pager" });
   const live = h("p", { class: "hint", id: "live-state" }, "Live updates: connecting…");
-  view.append(h("h1", {}, "Jobs"), filters(params, types), live, holder, pager);
+  const filters = filterForm(
+    "/jobs",
+    choice("status", "Status", STATUSES, params.get("status")),
+    choice("job_type", "Type", types, params.get("job_type")),
+  );
+  const pages = h("div", { class: "pager" });
+  view.append(h("h1", {}, "Jobs"), filters, live, holder, pages);
   const cursors = [null];
   let rows = new Map();
   const load = async () => {
-    const at = cursors.at(-1);
-    const page = await api(`/api/v1/jobs${query({ status: params.get("status"), job_type: params.get("job_type"), limit: LIMIT, cursor: at })}`, { signal });
+    const filter = { status: params.get("status"), job_type: params.get("job_type") };
+    const page = await api(`/api/v1/jobs${query({ ...filter, limit: LIMIT, cursor: cursors.at(-1) })}`, { signal });
     rows = draw(holder, who, page);
-    const back = cursors.length > 1 ? h("button", { type: "button", onclick: () => (cursors.pop(), load().catch(shown)) }, "Newer") : null;
-    const next = page.next_cursor ? h("button", { type: "button", onclick: () => (cursors.push(page.next_cursor), load().catch(shown)) }, "Older") : null;
-    replace(pager, back, next);
+    pager(pages, cursors, page.next_cursor, () => load().catch(shown));
   };
   const shown = (error) => replace(holder, errorLine(error));
   await load();

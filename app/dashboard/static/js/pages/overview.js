@@ -3,6 +3,7 @@ import { api } from "../api.js";
 import { lineChart, RateWindow } from "../chart.js";
 import { badge, errorLine, every, h, replace, section, table } from "../dom.js";
 import { follow } from "../sse.js";
+import { dlqStats } from "./dlq.js";
 
 const SECONDS = 60;
 const REFRESH_MS = 3000;
@@ -22,12 +23,15 @@ function throughput(signal) {
     const total = (values) => values.reduce((sum, v) => sum + v, 0);
     replace(
       legend,
-      series.map((s, i) => h("span", { class: `key series-${i}`, "data-series": s.name }, `${s.name} ${total(s.values)} in ${SECONDS} s`)),
+      series.map((s, i) =>
+        h("span", { class: `key series-${i}`, "data-series": s.name }, `${s.name} ${total(s.values)} in ${SECONDS} s`),
+      ),
     );
   };
-  // A job counts as submitted when it is first queued in a retry budget (attempts 0), finished at a terminal status.
+  // A job counts as submitted at its first status change (seq 1: queued, or running when the broker's confirm came
+  // late), as finished at a terminal status.
   const onMessage = ({ event, data }) => {
-    if (event === "job.queued" && data.data.job.attempts === 0) submitted.add();
+    if (data.seq === 1) submitted.add();
     if (FINISHED.has(event)) finished.add();
   };
   const problem = h("div");
@@ -56,14 +60,6 @@ function refreshed(title, load, draw, signal) {
   return section(title, body);
 }
 
-function dlqFigures(stats) {
-  const rows = [["dead-lettered jobs", stats.dead_lettered]];
-  if (stats.broker_depth !== undefined) rows.push(["messages in the broker's DLQ", stats.broker_depth]);
-  for (const [type, n] of Object.entries(stats.by_job_type)) rows.push([`type ${type}`, n]);
-  for (const [reason, n] of Object.entries(stats.by_reason)) rows.push([`reason ${reason}`, n]);
-  return h("dl", { class: "facts", id: "dlq-depth" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]));
-}
-
 // Lanes and their delay tiers as one grid: a row per lane, a column per tier ("jobs.default.retry.240ms").
 function queueTable(answer) {
   const rows = new Map();
@@ -81,7 +77,9 @@ function queueTable(answer) {
     { title: "queue", render: (r) => (r.consumers === null ? `${r.queue} (retry tiers)` : r.queue) },
     { title: "ready", key: "ready", class: "num" },
     { title: "consumers", key: "consumers", class: "num" },
-    ...[...tiers].sort((a, b) => parseFloat(a) - parseFloat(b)).map((tier) => ({ title: `retry ${tier}`, render: (r) => r.tiers[tier], class: "num" })),
+    ...[...tiers]
+      .sort((a, b) => parseFloat(a) - parseFloat(b))
+      .map((tier) => ({ title: `retry ${tier}`, render: (r) => r.tiers[tier], class: "num" })),
   ];
   return h("div", { id: "queue-depths" }, table(columns, [...rows.values()], (r) => ({ "data-queue": r.queue })));
 }
@@ -108,7 +106,7 @@ function circuitTable(circuits) {
 
 export async function render(view, { who, signal }) {
   view.append(h("h1", {}, "Overview"), throughput(signal));
-  view.append(refreshed("Dead-letter queue", () => api("/api/v1/dlq/stats", { signal }), dlqFigures, signal));
+  view.append(refreshed("Dead-letter queue", () => api("/api/v1/dlq/stats", { signal }), dlqStats, signal));
   if (who.admin) {
     view.append(refreshed("Queues", () => api("/api/v1/queues", { signal }), queueTable, signal));
     view.append(refreshed("Workers", () => api("/api/v1/workers", { signal }), workerTable, signal));
