@@ -239,6 +239,13 @@ async def test_a_dead_job_is_replayed_from_the_dlq_page_and_succeeds(service: Se
     await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
     await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "succeeded")
     await expect(page.locator("#audit-trail li[data-event=replayed]")).to_have_count(1)
+    other = await service.submit(key, job_type="flaky", payload={"fail_times": 1}, max_retries=0)
+    await service.until_status(key, other["id"], "dead_lettered")
+    await page.goto(f"{service.url}/dashboard#/dlq")
+    await page.locator("select[name=replay_type]").select_option("flaky")
+    await page.get_by_role("button", name="Replay type").click()
+    await expect(page.locator("#toast")).to_have_text("Replayed 1 job(s).")
+    await service.until_status(key, other["id"], "succeeded")
 
 
 async def test_a_new_webhook_secret_shows_once_and_never_again(service: Service, tab_of: Tab) -> None:
@@ -273,6 +280,47 @@ async def test_a_new_webhook_secret_shows_once_and_never_again(service: Service,
     await expect(page.locator("#webhook-edit")).to_be_visible()
     assert rotated not in await page.content()
     await screenshot(page, "webhook")
+
+
+async def failed_test_delivery(service: Service, key: str, webhook_id: str) -> str:
+    """A `webhook.test` delivery that fails every attempt (the receiver answers 500 three times)."""
+    service.receiver.statuses[:] = [500, 500, 500]
+    sent = await service.http.post(f"/api/v1/webhooks/{webhook_id}/test", headers=bearer(key))
+    assert sent.status_code == 202, sent.text
+    delivery_id: str = sent.json()["delivery_id"]
+
+    async def failed() -> bool:
+        answer = await service.http.get(f"/api/v1/webhooks/{webhook_id}/deliveries", headers=bearer(key))
+        return any(d["id"] == delivery_id and d["status"] == "failed" for d in answer.json())
+
+    await wait_for(failed, within=WITHIN)
+    return delivery_id
+
+
+async def test_a_failed_delivery_is_redelivered_and_failures_recovered_from_the_endpoint_page(
+    service: Service, tab_of: Tab
+) -> None:
+    page, key = tab_of.page, await service.new_key("dash-redeliver")
+    hook = await service.http.post("/api/v1/webhooks", json={"url": service.receiver.url("/redo")}, headers=bearer(key))
+    webhook_id = hook.json()["id"]
+    first = await failed_test_delivery(service, key, webhook_id)
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/webhooks/{webhook_id}")
+    card = page.locator(f'.delivery[data-delivery-id="{first}"]')
+    await expect(card.locator("tr.attempt")).to_have_count(3)
+    await card.get_by_role("button", name="Redeliver").click()
+    await expect(card.locator("header [data-status]")).to_have_attribute("data-status", "succeeded")
+    await expect(card.locator("tr.attempt")).to_have_count(4)
+    second = await failed_test_delivery(service, key, webhook_id)
+    since = await page.evaluate(
+        "() => { const d = new Date(Date.now() - 3600e3); d.setMinutes(d.getMinutes() - d.getTimezoneOffset());"
+        " return d.toISOString().slice(0, 16); }"
+    )
+    await page.locator("input[name=since]").fill(since)
+    await page.get_by_role("button", name="Recover").click()
+    await expect(page.locator("#toast")).to_have_text("1 deliveries sent again.")
+    again = page.locator(f'.delivery[data-delivery-id="{second}"] header [data-status]')
+    await expect(again).to_have_attribute("data-status", "succeeded")
 
 
 async def test_a_document_job_offers_its_pdf_for_download(service: Service, tab_of: Tab) -> None:

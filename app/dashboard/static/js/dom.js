@@ -111,9 +111,8 @@ export function onSubmit(form, run, { confirm: question } = {}) {
   return form;
 }
 
-// Repeat `task` every `ms` until `signal` aborts; a failure shows in `where` and the next round tries again.
+// Repeat `task` every `ms` (after the first wait) until `signal` aborts.
 export function every(ms, task, signal) {
   const timer = setInterval(task, ms);
   signal.addEventListener("abort", () => clearInterval(timer));
-  return task();
 }

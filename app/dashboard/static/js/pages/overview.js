@@ -40,23 +40,22 @@ function throughput(signal) {
     onOpen: () => (chart.dataset.live = "on"),
     onError: (error) => replace(problem, errorLine(error)),
   });
+  draw();
   every(1000, draw, signal);
   return section("Jobs per second (since this page opened)", chart, legend, problem);
 }
 
 function refreshed(title, load, draw, signal) {
   const body = h("div", { class: "figures" });
-  every(
-    REFRESH_MS,
-    async () => {
-      try {
-        replace(body, draw(await load()));
-      } catch (error) {
-        if (!signal.aborted) replace(body, errorLine(error));
-      }
-    },
-    signal,
-  );
+  const refresh = async () => {
+    try {
+      replace(body, draw(await load()));
+    } catch (error) {
+      if (!signal.aborted) replace(body, errorLine(error));
+    }
+  };
+  refresh();
+  every(REFRESH_MS, refresh, signal);
   return section(title, body);
 }
 

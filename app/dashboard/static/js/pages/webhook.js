@@ -2,11 +2,12 @@
 import { api, query } from "../api.js";
 import { choice, filterForm } from "../controls.js";
 import { deliveryList } from "../deliveries.js";
-import { action, badge, errorLine, h, notify, onSubmit, replace, section, when } from "../dom.js";
+import { action, badge, errorLine, every, h, notify, onSubmit, replace, section, when } from "../dom.js";
 import { secretOnce } from "../secret.js";
 import { webhookBody, webhookFields } from "../webhook_form.js";
 
 const DELIVERY_STATUSES = ["pending", "succeeded", "failed"];
+const REFRESH_MS = 3000;
 
 function editForm(hook, reload) {
   const save = h("button", { type: "submit" }, "Save changes");
@@ -99,7 +100,6 @@ export async function render(view, { ids: [id], params, signal }) {
   };
   const filter = filterForm(`/webhooks/${id}`, choice("status", "Status", DELIVERY_STATUSES, params.get("status")));
   await reload();
-  const refresh = () => reload().catch((error) => replace(deliveries, errorLine(error)));
   view.append(head, secretBox, section("Deliveries (newest first)", filter, deliveries), forms);
-  view.append(h("div", { class: "actions" }, h("button", { type: "button", onclick: refresh }, "Refresh")));
+  every(REFRESH_MS, () => reload().catch((error) => signal.aborted || replace(deliveries, errorLine(error))), signal);
 }
