@@ -1,7 +1,9 @@
 """The dashboard in headless Chromium against a running service (API with embedded workers) on the test database."""
 
 import asyncio
+import base64
 import contextlib
+import io
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -11,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from PIL import Image
 from playwright.async_api import Browser, Page, expect
 from redis.asyncio import Redis
 
@@ -334,6 +337,21 @@ async def test_a_document_job_offers_its_pdf_for_download(service: Service, tab_
     path = await (await download.value).path()
     assert (await asyncio.to_thread(Path(path).read_bytes)).startswith(b"%PDF-")
     assert (await download.value).suggested_filename == f"document-{job['id']}.pdf"
+
+
+async def test_an_image_job_shows_its_image_in_the_page(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-image")
+    png = io.BytesIO()
+    Image.new("RGB", (40, 30), "red").save(png, format="PNG")
+    payload = {"image_base64": base64.b64encode(png.getvalue()).decode(), "operations": ["grayscale"]}
+    job = await service.submit(key, job_type="image", payload=payload)
+    await service.until_status(key, job["id"], "succeeded")
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+    await page.get_by_role("button", name="Open artifact").click()
+    image = page.locator("#artifact img")
+    await expect(image).to_be_visible()
+    assert await image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [40, 30]
 
 
 async def test_a_client_key_sees_neither_another_clients_job_nor_the_workers(service: Service, tab_of: Tab) -> None:

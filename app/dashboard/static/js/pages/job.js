@@ -50,19 +50,31 @@ function timeline(events) {
   return h("ol", { class: "timeline", id: "audit-trail" }, events.map(trailItem));
 }
 
-async function openArtifact(job, save) {
+// The artifact needs the bearer header, so it is fetched here and handed over as a blob: URL of this page.
+async function artifactUrl(job) {
   const blob = await download(`/api/v1/jobs/${job.id}/artifact`);
-  const url = URL.createObjectURL(blob);
-  if (save) {
-    const extension = (blob.type.split("/")[1] || "bin").replace("jpeg", "jpg");
-    h("a", { href: url, download: `${job.job_type}-${job.id}.${extension}` }).click();
-  } else {
-    window.open(url, "_blank", "noopener");
-  }
+  return { blob, url: URL.createObjectURL(blob) };
+}
+
+async function saveArtifact(job) {
+  const { blob, url } = await artifactUrl(job);
+  const extension = (blob.type.split("/")[1] || "bin").replace("jpeg", "jpg");
+  h("a", { href: url, download: `${job.job_type}-${job.id}.${extension}` }).click();
   setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
-function buttons(job, reload) {
+// An image shows in the page; anything else (a PDF) opens in a new tab, in the browser's own viewer.
+async function openArtifact(job, holder) {
+  const { blob, url } = await artifactUrl(job);
+  if (blob.type.startsWith("image/")) {
+    replace(holder, section("Artifact", h("img", { src: url, alt: `the artifact of job ${job.id}`, class: "artifact" })));
+  } else {
+    window.open(url, "_blank", "noopener");
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+}
+
+function buttons(job, reload, holder) {
   const post = (verb) => () => api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" }).then(reload);
   const cancel = action("Cancel job", post("cancel"), {
     kind: "danger",
@@ -74,8 +86,8 @@ function buttons(job, reload) {
     done: "Job sent back to work.",
   });
   const artifact = [
-    action("Open artifact", () => openArtifact(job, false)),
-    action("Download artifact", () => openArtifact(job, true)),
+    action("Open artifact", () => openArtifact(job, holder)),
+    action("Download artifact", () => saveArtifact(job)),
   ];
   return h(
     "div",
@@ -87,7 +99,14 @@ function buttons(job, reload) {
 }
 
 export async function render(view, { ids: [id], signal }) {
-  const parts = { head: h("div"), fields: h("div"), data: h("div"), trail: h("div"), deliveries: h("div") };
+  const parts = {
+    head: h("div"),
+    artifact: h("div", { id: "artifact" }),
+    fields: h("div"),
+    data: h("div"),
+    trail: h("div"),
+    deliveries: h("div"),
+  };
   const seen = {};
   // Redraw only the parts whose data changed, so an open detail or a selection survives a refresh.
   const put = (name, value, draw) => {
@@ -99,7 +118,7 @@ export async function render(view, { ids: [id], signal }) {
     const [job, events, deliveries] = await Promise.all(
       [``, `/events`, `/logs`].map((tail) => api(`/api/v1/jobs/${id}${tail}`, { signal })),
     );
-    put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload)]);
+    put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
     put("fields", job, (j) => section("Fields", facts(j)));
     put("data", job, (j) =>
       section("Payload, result and error", ["payload", "result", "error"].map((f) => [h("h3", {}, f), pretty(j[f])])),
