@@ -67,7 +67,8 @@ async function saveArtifact(job) {
 async function openArtifact(job, holder) {
   const { blob, url } = await artifactUrl(job);
   if (blob.type.startsWith("image/")) {
-    replace(holder, section("Artifact", h("img", { src: url, alt: `the artifact of job ${job.id}`, class: "artifact" })));
+    const image = h("img", { src: url, alt: `the artifact of job ${job.id}`, class: "artifact" });
+    replace(holder, section("Artifact", image));
   } else {
     window.open(url, "_blank", "noopener");
     setTimeout(() => URL.revokeObjectURL(url), 60000);
