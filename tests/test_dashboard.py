@@ -164,6 +164,8 @@ async def test_the_page_has_a_strict_policy_and_no_cookie(service: Service) -> N
         assert "frame-ancestors 'none'" in policy
         assert answer.headers["x-frame-options"] == "DENY"
         assert "set-cookie" not in answer.headers
+    missing = await service.http.get("/dashboard/static/js/missing.js")
+    assert missing.status_code == 404 and missing.headers["x-frame-options"] == "DENY"
     schema = (await service.http.get("/openapi.json")).json()
     assert not [path for path in schema["paths"] if path.startswith("/dashboard")]
     assert {"/api/v1/me", "/api/v1/queues"} <= set(schema["paths"])

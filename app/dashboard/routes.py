@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.exceptions import HTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,7 +46,12 @@ class Secured:
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
-        await self.app(scope, receive, send_secured)
+        try:
+            await self.app(scope, receive, send_secured)
+        except HTTPException as exc:  # a file that is not there: answered here, so it carries the headers too
+            code = "not_found" if exc.status_code == 404 else "http_error"
+            body = {"detail": f"{exc.detail}: {scope['path']}", "code": code}
+            await JSONResponse(body, exc.status_code, headers=SECURITY_HEADERS)(scope, receive, send)
 
 
 def mount(app: FastAPI) -> None:
