@@ -96,7 +96,10 @@ async def service(api_process: tuple[Process, int]) -> AsyncIterator[Service]:
                 return False
             return answer.status_code == 200 and [w["state"] for w in answer.json()["items"]] == ["running"]
 
-        await wait_for(workers_running, within=60, interval=0.2)
+        try:
+            await wait_for(workers_running, within=60, interval=0.2)
+        except AssertionError as exc:
+            raise AssertionError(f"the service did not start its workers: {process.output()}") from exc
         await feed_is_live(running)
         yield running
 
