@@ -5,7 +5,7 @@ import { deliveryList } from "../deliveries.js";
 import { follow } from "../sse.js";
 
 const REFRESH_MS = 3000;
-const CANCELLABLE = new Set(["pending", "queued", "retrying"]);
+const CANCELLABLE = new Set(["pending", "scheduled", "queued", "retrying"]);
 const FIELDS = [
   "id",
   "client_id",

@@ -4,7 +4,16 @@ import { choice, filterForm, pager } from "../controls.js";
 import { badge, errorLine, h, replace, short, table, when } from "../dom.js";
 import { follow } from "../sse.js";
 
-export const STATUSES = ["pending", "queued", "running", "retrying", "succeeded", "dead_lettered", "cancelled"];
+export const STATUSES = [
+  "pending",
+  "scheduled",
+  "queued",
+  "running",
+  "retrying",
+  "succeeded",
+  "dead_lettered",
+  "cancelled",
+];
 const LIMIT = 25;
 const RELOAD_MS = 1000;
 
