@@ -14,7 +14,20 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from app.api import errors
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
-from app.api.routes import api_keys, circuits, deliveries, dlq, health, jobs, live, logs, schedules, webhooks, workers
+from app.api.routes import (
+    api_keys,
+    circuits,
+    deliveries,
+    dlq,
+    health,
+    jobs,
+    live,
+    logs,
+    overview,
+    schedules,
+    webhooks,
+    workers,
+)
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.config import Settings, get_settings
@@ -24,6 +37,7 @@ from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.statuses import WorkerState
+from app.dashboard import routes as dashboard
 from app.runtime import Hooks, Runtime, add_background, add_gauges, add_steering, nothing
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
@@ -136,8 +150,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
     _instrument(app)
-    for module in (health, api_keys, jobs, schedules, live, webhooks, deliveries, dlq, circuits, logs, workers):
+    for module in (
+        health,
+        api_keys,
+        jobs,
+        schedules,
+        live,
+        webhooks,
+        deliveries,
+        dlq,
+        circuits,
+        logs,
+        workers,
+        overview,
+    ):
         app.include_router(module.router)
+    dashboard.mount(app)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app
 

@@ -23,6 +23,41 @@ from app.services.breakers import job_type_breakers
 READ_TIMEOUT = 5.0
 SCAN_COUNT = 1000
 
+
+class BrokerUnavailable(Exception):
+    """The broker is down or refused the passive declares, so no depth can be read."""
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """One queue, named without the namespace: its ready messages and its consumers."""
+
+    queue: str
+    ready: int
+    consumers: int
+
+
+async def queue_depths(resources: Resources) -> list[QueueDepth]:
+    """Every queue's depth by a passive declare (no management plugin needed)."""
+    broker, prefix = resources.broker, f"{resources.names.ns}."
+    if not broker.is_up:
+        raise BrokerUnavailable("the broker is not connected")
+    channel = await broker.connection.channel()
+    try:
+        depths = []
+        for spec in resources.topology.queues:
+            result = (await channel.declare_queue(spec.name, passive=True)).declaration_result
+            depths.append(
+                QueueDepth(spec.name.removeprefix(prefix), result.message_count or 0, result.consumer_count or 0)
+            )
+        return depths
+    except aio_pika.exceptions.AMQPError as exc:
+        raise BrokerUnavailable(repr(exc)) from exc
+    finally:
+        if not channel.is_closed:
+            await channel.close()
+
+
 Unacked = Callable[[], dict[str, int]]  # queue name -> messages this process holds unacked
 States = Callable[[], dict[str, str]]  # worker name -> its state
 
@@ -68,25 +103,18 @@ class Gauges:
         return queue.removeprefix(self.prefix)
 
     async def queues(self) -> None:
-        """Ready messages and consumers by a passive declare (no management plugin); unacked from this process."""
-        broker = self.resources.broker
+        """Ready messages and consumers from the broker; unacked from this process."""
         held = self.unacked()
         for spec in self.resources.topology.queues:
             metrics.QUEUE_MESSAGES.labels(self.label(spec.name), "unacked").set(held.get(spec.name, 0))
-        if not broker.is_up:
-            return
-        channel = await broker.connection.channel()
         try:
-            for spec in self.resources.topology.queues:
-                declared = await channel.declare_queue(spec.name, passive=True)
-                result = declared.declaration_result
-                metrics.QUEUE_MESSAGES.labels(self.label(spec.name), "ready").set(result.message_count or 0)
-                metrics.QUEUE_CONSUMERS.labels(self.label(spec.name)).set(result.consumer_count or 0)
-        except aio_pika.exceptions.AMQPError as exc:
+            depths = await queue_depths(self.resources)
+        except BrokerUnavailable as exc:
             logger.debug("queue depths unavailable: {!r}", exc)
-        finally:
-            if not channel.is_closed:
-                await channel.close()
+            return
+        for depth in depths:
+            metrics.QUEUE_MESSAGES.labels(depth.queue, "ready").set(depth.ready)
+            metrics.QUEUE_CONSUMERS.labels(depth.queue).set(depth.consumers)
 
     async def outbox(self) -> None:
         async with self.resources.engine.connect() as conn:

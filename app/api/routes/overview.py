@@ -1,0 +1,50 @@
+"""What the dashboard needs beyond the other routes: who the key belongs to, and the broker's queue depths."""
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from app.api.deps import AdminDep, PrincipalDep, StateDep
+from app.api.errors import ApiError
+from app.services.gauges import BrokerUnavailable, queue_depths
+
+router = APIRouter(prefix="/api/v1", tags=["operations"])
+
+
+class WhoAmIOut(BaseModel):
+    client_id: str
+    admin: bool
+
+
+class QueueOut(BaseModel):
+    queue: str
+    ready: int
+    consumers: int
+
+
+class QueuesOut(BaseModel):
+    items: list[QueueOut]
+
+
+@router.get("/me", response_model=WhoAmIOut, summary="The client the key belongs to")
+async def who_am_i(principal: PrincipalDep) -> WhoAmIOut:
+    """The key's `client_id`, and whether it is an admin key (which sees every client and the admin calls)."""
+    return WhoAmIOut(client_id=principal.client_id, admin=principal.admin)
+
+
+@router.get(
+    "/queues",
+    response_model=QueuesOut,
+    summary="Ready messages and consumers of every queue",
+    responses={
+        403: {"description": "The key is not an admin key."},
+        503: {"description": "The broker is unreachable, so no depth can be read."},
+    },
+)
+async def list_queues(state: StateDep, _: AdminDep) -> QueuesOut:
+    """Each lane, delay tier and dead-letter queue of the job and webhook topology, named without the namespace:
+    the messages ready in it and the consumers reading it, read from the broker now."""
+    try:
+        depths = await queue_depths(state.resources)
+    except BrokerUnavailable as exc:
+        raise ApiError(503, "broker_unavailable", "RabbitMQ is unreachable, so queue depths cannot be read.") from exc
+    return QueuesOut(items=[QueueOut(queue=d.queue, ready=d.ready, consumers=d.consumers) for d in depths])

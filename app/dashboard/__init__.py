@@ -1,0 +1,1 @@
+"""The operator dashboard: static HTML and JavaScript modules served by the API under /dashboard."""

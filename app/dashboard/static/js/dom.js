@@ -1,0 +1,118 @@
+// Building the page from data: elements, tables, times, JSON, and the one toast.
+
+export function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "text") element.textContent = value;
+    else if (name === "class") element.className = value;
+    else if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else if (name in element && typeof value !== "string" && typeof value !== "boolean") element[name] = value;
+    else element.setAttribute(name, value === true ? "" : value);
+  }
+  append(element, children);
+  return element;
+}
+
+export function append(element, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return element;
+}
+
+export function replace(element, ...children) {
+  element.replaceChildren();
+  return append(element, children);
+}
+
+export function when(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+
+export function pretty(value) {
+  return h("pre", { class: "json" }, value === null || value === undefined ? "null" : JSON.stringify(value, null, 2));
+}
+
+export function badge(status) {
+  return h("span", { class: `badge status-${status}`, "data-status": status }, status);
+}
+
+export function table(columns, rows, rowProps = () => ({})) {
+  const head = h("tr", {}, columns.map((column) => h("th", { scope: "col" }, column.title)));
+  const body = rows.map((row) => h("tr", rowProps(row), columns.map((column) => cell(column, row))));
+  return h("div", { class: "scroll" }, h("table", {}, h("thead", {}, head), h("tbody", {}, body)));
+}
+
+function cell(column, row) {
+  const value = column.render ? column.render(row) : row[column.key];
+  return h("td", { "data-label": column.title, class: column.class }, value ?? "—");
+}
+
+export function section(title, ...children) {
+  return h("section", { class: "panel" }, h("h2", {}, title), children);
+}
+
+export function errorLine(error) {
+  return h("p", { class: "error", role: "alert" }, error.message || String(error));
+}
+
+export function short(id) {
+  return id ? id.slice(0, 8) : "—";
+}
+
+let toastTimer;
+
+export function notify(message, kind = "ok") {
+  const toast = document.getElementById("toast");
+  toast.textContent = message;
+  toast.className = `toast shown ${kind}`;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (toast.className = "toast"), 6000);
+}
+
+// Run an action from a button: confirm it when asked, show the API's sentence when it fails.
+export function action(label, run, { confirm: question, kind = "", done, disabled = false } = {}) {
+  return h("button", {
+    type: "button",
+    class: kind,
+    disabled,
+    text: label,
+    onclick: async (event) => {
+      if (question && !window.confirm(question)) return;
+      const button = event.currentTarget;
+      button.disabled = true;
+      try {
+        const result = await run();
+        if (done) notify(typeof done === "function" ? done(result) : done);
+      } catch (error) {
+        notify(error.message, "bad");
+      } finally {
+        button.disabled = false;
+      }
+    },
+  });
+}
+
+// Handle a form's submit in place: `run` gets the form; a failure shows the API's sentence.
+export function onSubmit(form, run, { confirm: question } = {}) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (question && !window.confirm(question)) return;
+    try {
+      await run(form);
+    } catch (error) {
+      notify(error.message, "bad");
+    }
+  });
+  return form;
+}
+
+// Repeat `task` every `ms` (after the first wait) until `signal` aborts.
+export function every(ms, task, signal) {
+  const timer = setInterval(task, ms);
+  signal.addEventListener("abort", () => clearInterval(timer));
+}

@@ -1,0 +1,142 @@
+// One job: its fields, payload and result, the audit trail, its deliveries, its artifact; cancel and retry.
+import { api, download } from "../api.js";
+import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
+import { deliveryList } from "../deliveries.js";
+import { follow } from "../sse.js";
+
+const REFRESH_MS = 3000;
+const CANCELLABLE = new Set(["pending", "scheduled", "queued", "retrying"]);
+const FIELDS = [
+  "id",
+  "client_id",
+  "job_type",
+  "priority",
+  "attempts",
+  "max_retries",
+  "idempotency_key",
+  "callback_url",
+  "request_id",
+];
+const TIMES = ["created_at", "updated_at", "started_at", "finished_at"];
+
+function facts(job) {
+  const rows = [
+    ["status", badge(job.status)],
+    ...FIELDS.map((f) => [f, job[f] ?? "—"]),
+    ...TIMES.map((f) => [f, when(job[f])]),
+  ];
+  return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
+}
+
+const MOVE = new Set(["from", "to", "attempt"]);
+
+// Each event as one line (from → to, attempt), with anything else it carries (an error, a delivery) beneath.
+function trailItem(e) {
+  const detail = e.detail || {};
+  const move = "to" in detail ? `${detail.from ?? "—"} → ${detail.to}` : null;
+  const rest = Object.fromEntries(Object.entries(detail).filter(([k]) => !MOVE.has(k)));
+  return h(
+    "li",
+    { "data-event": e.event },
+    h("span", { class: "event" }, e.event),
+    move ? h("span", { class: "move" }, move) : null,
+    "attempt" in detail ? h("span", { class: "hint" }, `attempt ${detail.attempt}`) : null,
+    h("time", { datetime: e.created_at }, when(e.created_at)),
+    Object.keys(rest).length ? pretty(rest) : null,
+  );
+}
+
+function timeline(events) {
+  return h("ol", { class: "timeline", id: "audit-trail" }, events.map(trailItem));
+}
+
+// The artifact needs the bearer header, so it is fetched here and handed over as a blob: URL of this page.
+async function artifactUrl(job) {
+  const blob = await download(`/api/v1/jobs/${job.id}/artifact`);
+  return { blob, url: URL.createObjectURL(blob) };
+}
+
+async function saveArtifact(job) {
+  const { blob, url } = await artifactUrl(job);
+  const extension = (blob.type.split("/")[1] || "bin").replace("jpeg", "jpg");
+  h("a", { href: url, download: `${job.job_type}-${job.id}.${extension}` }).click();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+// An image shows in the page; anything else (a PDF) opens in a new tab, in the browser's own viewer.
+async function openArtifact(job, holder) {
+  const { blob, url } = await artifactUrl(job);
+  if (blob.type.startsWith("image/")) {
+    const image = h("img", { src: url, alt: `the artifact of job ${job.id}`, class: "artifact" });
+    replace(holder, section("Artifact", image));
+  } else {
+    window.open(url, "_blank", "noopener");
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+}
+
+function buttons(job, reload, holder) {
+  const post = (verb) => () => api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" }).then(reload);
+  const cancel = action("Cancel job", post("cancel"), {
+    kind: "danger",
+    confirm: "Cancel this job? It will not run, and this cannot be undone.",
+    done: "Job cancelled.",
+  });
+  const retry = action("Retry job", post("retry"), {
+    confirm: "Run this dead-lettered job again, with a new retry budget?",
+    done: "Job sent back to work.",
+  });
+  const artifact = [
+    action("Open artifact", () => openArtifact(job, holder)),
+    action("Download artifact", () => saveArtifact(job)),
+  ];
+  return h(
+    "div",
+    { class: "actions" },
+    CANCELLABLE.has(job.status) ? cancel : null,
+    job.status === "dead_lettered" ? retry : null,
+    job.result?.artifact_url ? artifact : null,
+  );
+}
+
+export async function render(view, { ids: [id], signal }) {
+  const parts = {
+    head: h("div"),
+    artifact: h("div", { id: "artifact" }),
+    fields: h("div"),
+    data: h("div"),
+    trail: h("div"),
+    deliveries: h("div"),
+  };
+  const seen = {};
+  // Redraw only the parts whose data changed, so an open detail or a selection survives a refresh.
+  const put = (name, value, draw) => {
+    const text = JSON.stringify(value);
+    if (seen[name] !== text) replace(parts[name], draw(value));
+    seen[name] = text;
+  };
+  const reload = async () => {
+    const [job, events, deliveries] = await Promise.all(
+      [``, `/events`, `/logs`].map((tail) => api(`/api/v1/jobs/${id}${tail}`, { signal })),
+    );
+    put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
+    put("fields", job, (j) => section("Fields", facts(j)));
+    put("data", job, (j) =>
+      section("Payload, result and error", ["payload", "result", "error"].map((f) => [h("h3", {}, f), pretty(j[f])])),
+    );
+    put("trail", events, (e) => section("Audit trail", timeline(e)));
+    put("deliveries", deliveries, (d) => section("Webhook deliveries", deliveryList(d, reload)));
+  };
+  await reload();
+  view.append(...Object.values(parts));
+  const problem = h("div");
+  view.append(problem);
+  const quietly = () =>
+    reload().then(
+      () => replace(problem),
+      (error) => signal.aborted || replace(problem, errorLine(error)),
+    );
+  const stream = `/api/v1/jobs/${id}/stream`;
+  follow(stream, quietly, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
+  every(REFRESH_MS, quietly, signal);
+}
