@@ -110,7 +110,12 @@ def postgres_database() -> Iterator[str]:
 async def clean_namespace() -> AsyncIterator[None]:
     """Remove this run's exchanges, queues and Redis keys afterwards."""
     yield
-    topology = build_topology(make_settings())
+    await remove_namespace(make_settings())
+
+
+async def remove_namespace(settings: Settings) -> None:
+    """Delete a namespace's exchanges, queues and Redis keys."""
+    topology = build_topology(settings)
     connection = await aio_pika.connect(RABBITMQ_URL)
     async with connection:
         channel = await connection.channel()
@@ -119,7 +124,7 @@ async def clean_namespace() -> AsyncIterator[None]:
         for exchange in topology.exchanges:
             await channel.exchange_delete(exchange.name)
     redis = Redis.from_url(REDIS_URL)
-    keys = [key async for key in redis.scan_iter(match=f"{NS}:*")]
+    keys = [key async for key in redis.scan_iter(match=f"{settings.namespace}:*")]
     if keys:
         await redis.delete(*keys)
     await redis.aclose()
@@ -243,3 +248,19 @@ async def db(settings: Settings) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+@contextlib.asynccontextmanager
+async def world_of_its_own(name: str) -> AsyncIterator[dict[str, str]]:
+    """A database and a namespace of their own, migrated, and removed afterwards: for a run whose jobs and
+    messages no other test's worker, relay or scheduler may take (the fuzz run's generated jobs)."""
+    namespace = f"{NS}{name}"
+    database = f"taskq_{namespace}"
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{database}"
+    _psql(f'CREATE DATABASE "{database}"')
+    try:
+        migrate(url)
+        yield {"namespace": namespace, "database_url": url}
+    finally:
+        await remove_namespace(make_settings(namespace=namespace))
+        _psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

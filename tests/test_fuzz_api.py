@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_KEY, make_settings, settings_env
+from tests.conftest import ADMIN_KEY, make_settings, settings_env, world_of_its_own
 from tests.support import ROOT, app_process, env_without_dotenv, free_port, until_serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -23,9 +23,16 @@ SEED = 20261201
 
 async def test_every_operation_answers_as_its_schema_says(tmp_path: Path) -> None:
     port = free_port()
-    # No worker: nothing generated is run (a generated URL is never called), and circuits stay closed.
-    settings = make_settings(port=port, embedded_workers=False, breaker_min_calls=1_000_000)
-    env = env_without_dotenv(settings_env(settings))
+    # No worker: nothing generated is run (a generated URL is never called), and circuits stay closed. Its own
+    # database and namespace: no other test's worker, relay or scheduler ever takes a generated job.
+    async with world_of_its_own("fuzz") as world:
+        settings = make_settings(port=port, embedded_workers=False, breaker_min_calls=1_000_000, **world)
+        env = env_without_dotenv(settings_env(settings))
+        await _fuzz(env, tmp_path)
+
+
+async def _fuzz(env: dict[str, str], tmp_path: Path) -> None:
+    port = int(env["PORT"])
     with app_process(["api"], env, tmp_path / "api.log", module="tests.offline_app") as service:
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base, timeout=10) as http:
