@@ -93,12 +93,12 @@ async def test_three_scheduler_processes_make_one_job_per_firing(tmp_path: Path,
             await api.client.delete(f"{SCHEDULES_URL}/{made['id']}", headers=headers)
             schedulers = await entries(api, "scheduler")
             assert [schedulers[name_of(p)]["failed"] for p in processes] == [0, 0, 0]
-        keys = await firings(db, made["id"])
-        async with db.connect() as conn:
-            query = select(func.count()).where(JOBS.c.idempotency_key.in_(keys))
-            assert (await conn.execute(query)).scalar() == len(keys) == len(set(keys))
-        for job_id in await _ids(db, keys):
-            assert (await until_status(api, headers, job_id, 30))["status"] == "succeeded"
+            keys = await firings(db, made["id"])
+            async with db.connect() as conn:
+                query = select(func.count()).where(JOBS.c.idempotency_key.in_(keys))
+                assert (await conn.execute(query)).scalar() == len(keys) == len(set(keys))
+            for job_id in await _ids(db, keys):  # while the worker processes still run: they are the only ones
+                assert (await until_status(api, headers, job_id, 30))["status"] == "succeeded"
 
 
 async def _ids(db: AsyncEngine, keys: list[str]) -> list[str]:
