@@ -13,7 +13,6 @@ docs/reliability-run.md). Exits 0 when nothing was lost, duplicated, missing or 
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -23,7 +22,6 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +29,9 @@ from typing import Any
 import httpx
 
 from bench.chaos_checks import Findings, check_run
-from bench.env import ROOT
-from bench.private_services import PrivateServices, free_port, private_services
-from bench.procs import Proc, Procs
+from bench.env import ROOT, free_port
+from bench.private_services import PrivateServices, private_services
+from bench.procs import Proc, Procs, wait_http_ready
 
 NAMESPACE = "chaos"
 WORKER_KILLS, API_KILLS = 20, 2
@@ -143,17 +141,6 @@ def settings_env(services: PrivateServices, port: int, admin_key: str) -> dict[s
 
 
 # -- the client side ----------------------------------------------------------------------------------------
-async def _until(check: Callable[[], Awaitable[Any]], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        with contextlib.suppress(httpx.HTTPError, OSError):
-            if value := await check():
-                return value
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not happen within {within:.0f} s")
-        await asyncio.sleep(0.2)
-
-
 async def _post(http: httpx.AsyncClient, path: str, body: Any, headers: dict[str, str]) -> Any:
     answer = await http.post(path, json=body, headers=headers)
     return answer.json() if 200 <= answer.status_code < 300 else None
@@ -241,7 +228,7 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[Findings, dict[str,
         try:
             service.start("api")
             async with httpx.AsyncClient(base_url=base, timeout=10, trust_env=False) as http:
-                await _until(lambda: _ready(http), 120, "the API answering /health")
+                await wait_http_ready(service.running["api"], f"{base}/health", within=120)
                 admin_headers = {"Authorization": f"Bearer {admin}"}
                 created = await _post(http, "/api/v1/api-keys", {"client_id": "chaos"}, admin_headers)
                 key = created["api_key"]
@@ -273,10 +260,6 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[Findings, dict[str,
 
 def _role_kind(role: str) -> str:
     return "API" if role == "api" else "worker"
-
-
-async def _ready(http: httpx.AsyncClient) -> bool:
-    return (await http.get("/health")).status_code == 200
 
 
 def main(argv: list[str] | None = None) -> int:
