@@ -94,17 +94,23 @@ async def test_a_part_that_cannot_start_stops_those_started_before_it() -> None:
     assert log == [("start", "first"), ("start", "broken"), ("stop", "first", 0, True)]
 
 
+# What every process runs first, in this order: the steering parts, then the background loops.
+STEERING_AND_LOOPS = [
+    "worker_control",
+    "worker_heartbeat",
+    "outbox_relay",
+    "overdue_republisher",
+    "dlq_janitor",
+    "retention",
+    "scheduler",
+]
+
+
 async def test_a_worker_process_starts_its_loops_and_metrics_before_the_worker_so_the_worker_stops_first() -> None:
     async with Runtime.opened(make_settings(), role="test-runtime") as runtime:
         add_worker_process(runtime, JobWorker)
         assert list(runtime.parts) == [
-            "worker_control",
-            "worker_heartbeat",
-            "outbox_relay",
-            "overdue_republisher",
-            "dlq_janitor",
-            "retention",
-            "scheduler",
+            *STEERING_AND_LOOPS,
             "metrics_server",
             "metrics_gauges",
             "job_worker",
@@ -174,13 +180,7 @@ async def test_a_background_loop_that_keeps_failing_backs_off_and_recovers(db: A
 async def test_the_api_runs_the_background_workers_and_they_report_their_cycles(api: Api) -> None:
     runtime: Runtime = api.app.state.runtime
     assert list(runtime.parts) == [
-        "worker_control",
-        "worker_heartbeat",
-        "outbox_relay",
-        "overdue_republisher",
-        "dlq_janitor",
-        "retention",
-        "scheduler",
+        *STEERING_AND_LOOPS,
         "live_feed",
         "reply_inbox",
         "job_service",
