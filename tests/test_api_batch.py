@@ -99,7 +99,7 @@ async def test_a_batch_saves_every_job_in_one_transaction_and_answers_in_request
     # Count this batch's messages only: the outbox relay may publish an earlier test's job meanwhile.
     lanes = [[m.message_id for m in await broker.take_all(names.lane_queue(lane))] for lane in Lane]
     ours = [[message for message in lane if message in ids] for lane in lanes]
-    assert sorted(sum(ours, [])) == sorted(ids) and all(ours)
+    assert sorted(m for lane in ours for m in lane) == sorted(ids) and all(ours)
     events = await trail(api, headers, items[-1]["job"]["id"])
     assert [e["event"] for e in events] == ["created", "queued"]
     listed = (await api.client.get("/api/v1/jobs?limit=3", headers=headers)).json()["items"]
