@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from bench.chaos import API_KILLS, WORKER_KILLS, fault_schedule
+from bench.chaos import API_KILLS, WORKER_KILLS, Submitted, fault_schedule
 from bench.chaos_checks import legal
 
 WORKERS = ["jobs-1", "jobs-2", "webhooks"]
@@ -25,3 +25,13 @@ def test_a_trail_is_legal_only_as_a_path_of_the_transition_table_ending_in_the_j
     assert not legal(["created", "queued", "succeeded"], "succeeded")  # queued -> succeeded skips running
     assert not legal(["created", "queued", "running", "succeeded", "running", "succeeded"], "succeeded")
     assert not legal(["queued", "running", "succeeded"], "succeeded")  # no created entry
+
+
+def test_a_flaky_job_is_expected_to_fail_only_its_first_runs_counting_those_a_kill_cut_short() -> None:
+    permanent = Submitted("k1", "flaky", "dead_lettered", {"fail_times": 1, "permanent": True})
+    transient = Submitted("k2", "flaky", "succeeded", {"fail_times": 2})
+    echo = Submitted("k3", "echo", "succeeded", {"n": 1})
+    assert [permanent.expected_after(runs) for runs in (1, 2)] == ["dead_lettered", "succeeded"]
+    expected = ["retrying", "retrying", "succeeded", "succeeded"]
+    assert [transient.expected_after(runs) for runs in (1, 2, 3, 4)] == expected
+    assert [echo.expected_after(runs) for runs in (1, 3)] == ["succeeded", "succeeded"]

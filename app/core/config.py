@@ -156,7 +156,7 @@ class Settings(BaseSettings):
     """Rows per delete of a cleanup pass."""
     dlq_janitor_interval_seconds: float = Field(default=60, gt=0)
     """Seconds between two passes of the DLQ janitor, which removes broker DLQ messages of replayed jobs and
-    redelivered webhook deliveries."""
+    redelivered webhook deliveries, and the extra copies of a dead job's message."""
     background_backoff_base_seconds: float = Field(default=60, gt=0)
     """A background loop (outbox relay, janitor, retention, ...) whose cycles fail three times in a row waits
     this many seconds, doubling after each further failure, until a cycle succeeds."""

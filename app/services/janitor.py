@@ -1,6 +1,8 @@
 """The DLQ janitor: walks a broker dead-letter queue, removes messages whose job or delivery no longer needs
-them (replayed, redelivered), sends back to its queue a message a quorum queue dead-lettered past its delivery
-limit while its job or delivery is unfinished, and leaves every other message in place and in order."""
+them (replayed, redelivered) and the extra copies of one that does (rule 4 rejects every copy of a dead job's
+message it is handed, and a publish may have been repeated), sends back to its queue a message a quorum queue
+dead-lettered past its delivery limit while its job or delivery is unfinished, and leaves every other message in
+place and in order."""
 
 import json
 from collections.abc import Awaitable, Callable
@@ -53,11 +55,12 @@ class DlqJanitor:
             keep = await still_dead([key(m) for m in taken])
             over_limit = {key(m): m for m in taken if key(m) not in keep and _from_queue(m, DELIVERY_LIMIT)}
             back = await unfinished(list(over_limit)) if over_limit else set()
-            removed = 0
+            removed, kept = 0, set()
             # Returned in the order taken: a classic queue puts each back in its old place anyway, a quorum queue
             # hands returned messages out first, in the order they came back, so the order stays as it was.
             for message in taken:
-                if key(message) in keep:
+                if key(message) in keep and key(message) not in kept:
+                    kept.add(key(message))
                     await message.nack(requeue=True)
                     continue
                 if key(message) in back:
