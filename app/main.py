@@ -6,12 +6,9 @@ from functools import partial
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse
 from loguru import logger
-from prometheus_fastapi_instrumentator import Instrumentator
-from prometheus_fastapi_instrumentator import metrics as http_metrics
 
-from app.api import errors
+from app.api import errors, http_metrics
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
 from app.api.routes import (
@@ -149,7 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
-    _instrument(app)
+    http_metrics.mount(app)
     for module in (
         health,
         api_keys,
@@ -168,19 +165,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     dashboard.mount(app)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app
-
-
-# Made once per process: the library registers its metrics when they are made, and on a second call (a second app
-# in one process, as the tests create) it returns nothing, which would leave that app uncounted.
-HTTP_METRICS = (http_metrics.requests(), http_metrics.latency())
-
-
-def _instrument(app: FastAPI) -> None:
-    """HTTP requests by route, method and status, with their latency, and GET /metrics (no auth)."""
-    instrumentator = Instrumentator(
-        should_group_status_codes=False, should_exclude_streaming_duration=True, excluded_handlers=["/metrics"]
-    )
-    instrumentator.add(*(metric for metric in HTTP_METRICS if metric is not None))
-    instrumentator.instrument(app).expose(
-        app, tags=["operations"], summary="Prometheus metrics (no auth)", response_class=PlainTextResponse
-    )

@@ -102,6 +102,9 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
         await api.submit(headers, job_type="flaky", payload={"fail_times": 9, "permanent": True}, priority=5)
         batch = {"jobs": [{"job_type": "echo", "payload": {"n": n}} for n in range(10)]}
         assert (await api.client.post("/api/v1/jobs/batch", json=batch, headers=headers)).status_code == 429
+        job_id = (await api.client.get("/api/v1/jobs?limit=1", headers=headers)).json()["items"][0]["id"]
+        assert (await api.client.get(f"/api/v1/jobs/{job_id}", headers=headers)).status_code == 200
+        assert (await api.client.get("/no/such/path/" + client)).status_code == 404
 
         def finished(now: Samples) -> bool:
             return delta(before, now, "jobs_completed_total") >= 3 and bool(labelled(now, "outbox_backlog"))
@@ -121,6 +124,11 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
     assert delta(before, after, "rate_limit_rejected_total", client_id=client) == 1
     assert delta(before, after, "http_requests_total", handler="/api/v1/jobs", method="POST", status="201") == 3
     assert delta(before, after, "http_requests_total", handler="/api/v1/jobs/batch", status="429") == 1
+    one_job = {"handler": "/api/v1/jobs/{job_id}", "method": "GET", "status": "200"}  # the route, not the path
+    assert delta(before, after, "http_requests_total", **one_job) == 1
+    assert delta(before, after, "http_request_duration_seconds_count", **one_job) == 1
+    assert delta(before, after, "http_requests_total", handler="none", method="GET", status="404") == 1
+    assert not [s for s in labelled(after, "http_requests_total") if client in s["handler"]]
     for name, labels in CONTRACT.items():
         assert any(set(have) == labels for have in labelled(after, name)), (name, labelled(after, name))
     assert value(after, "circuit_breaker_state", task_type="flaky") == 0  # permanent errors do not count

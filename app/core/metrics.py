@@ -93,6 +93,14 @@ SCHEDULER_LAG = Histogram(
     buckets=LAG_BUCKETS,
 )
 
+# --- the API's requests, by route template (never the raw path: one series per route), method and status
+HTTP_REQUESTS = Counter("http_requests", "HTTP requests answered.", ["handler", "method", "status"])
+HTTP_DURATION = Histogram(
+    "http_request_duration_seconds",
+    "Seconds from a request's arrival to the start of its answer (a stream's life is not counted).",
+    ["handler", "method", "status"],
+)
+
 BREAKER_VALUES = {"closed": 0, "open": 1, "half_open": 2}
 SUCCEEDED, RETRYING, FAILED = "succeeded", "retrying", "failed"  # webhook_deliveries_total's outcomes
 
@@ -123,6 +131,8 @@ deliveries = Children(WEBHOOK_DELIVERIES)
 batch_sizes = Children(GROUP_COMMIT_BATCH)
 flush_times = Children(GROUP_COMMIT_FLUSH)
 scheduler_lag = Children(SCHEDULER_LAG)
+http_requests = Children(HTTP_REQUESTS)
+http_duration = Children(HTTP_DURATION)
 DELAYED, RECURRING = "run_at", "schedule"  # scheduler_lag_seconds' sources
 
 
