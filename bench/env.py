@@ -58,6 +58,7 @@ class BenchEnv:
     admin_key: str = field(default_factory=lambda: "tq_bench_" + uuid.uuid4().hex)
     encryption_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
     created: bool = False
+    queue_type: str = "classic"  # QUEUE_TYPE; a quorum topology lives in a namespace of its own (see `namespace`)
     # Queues and exchanges a scenario declared besides the service's topology and the bench's own names (the
     # peers' queues): cleanup deletes them too.
     extra_queues: set[str] = field(default_factory=set)
@@ -65,7 +66,8 @@ class BenchEnv:
 
     @property
     def namespace(self) -> str:
-        return f"bench{self.run_id}"
+        """Queues of one name cannot change their type, so a quorum run of the same bench gets its own names."""
+        return f"bench{self.run_id}" + ("q" if self.queue_type == "quorum" else "")
 
     @property
     def db_name(self) -> str:
@@ -95,6 +97,7 @@ class BenchEnv:
             "rabbitmq_url": RABBITMQ_URL,
             "redis_url": REDIS_URL,
             "namespace": self.namespace,
+            "queue_type": self.queue_type,
             "admin_api_key": self.admin_key,
             "secret_encryption_key": self.encryption_key,
             **BENCH_SETTINGS,

@@ -2,6 +2,7 @@
 the service as a user does (admin key -> client key -> submit over HTTP)."""
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -54,6 +55,22 @@ class Harness:
             await declare(await connection.channel(), env.settings_topology())
         return cls(env, procs, work, await Db.open(env.dsn), await Broker.open(RABBITMQ_URL), profiler)
 
+    @contextlib.asynccontextmanager
+    async def on_queues(self, queue_type: str) -> AsyncIterator["Harness"]:
+        """This harness on the same database with `queue_type` queues: their namespace is declared for the block
+        and removed after it (the database is the bench's and stays)."""
+        if queue_type == self.env.queue_type:
+            yield self
+            return
+        env = dataclasses.replace(self.env, queue_type=queue_type, created=False)
+        try:
+            connection = await aio_pika.connect(RABBITMQ_URL)
+            async with connection:
+                await declare(await connection.channel(), env.settings_topology())
+            yield dataclasses.replace(self, env=env)
+        finally:
+            await env.cleanup()
+
     async def close(self) -> None:
         await self.broker.close()
         await self.db.close()
@@ -86,6 +103,16 @@ class Harness:
         names = self.env.settings_topology().names
         await self.wait_consumers(proc, {names.lane_queue(Lane.DEFAULT): consumers})
         return proc
+
+    async def start_job_workers(self, processes: int, consumers: int, name: str = "job-worker") -> list[Proc]:
+        """`processes` job workers like `start_job_worker`'s, all started before any is waited for."""
+        lanes = {"job_consumers_default": consumers, "job_consumers_critical": 0, "job_consumers_bulk": 0}
+        env = self.env.process_env(**lanes)
+        procs = [self.procs.app(f"{name}-{i + 1}", ["worker", "jobs"], env) for i in range(processes)]
+        lane = self.env.settings_topology().names.lane_queue(Lane.DEFAULT)
+        for proc in procs:  # any that exited says so; the count is the sum of theirs
+            await self.wait_consumers(proc, {lane: consumers * processes})
+        return procs
 
     async def start_webhook_worker(self, **overrides: Any) -> Proc:
         settings = self.env.settings(**overrides)

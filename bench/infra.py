@@ -45,6 +45,14 @@ class Db:
         )
         return row["first"], row["last"], row["n"]
 
+    async def finished_since(self, since: datetime) -> tuple[int, datetime | None]:
+        """How many jobs succeeded at or after `since`, and when the last one did."""
+        row = await self.pool.fetchrow(
+            "SELECT count(*) AS n, max(finished_at) AS last FROM jobs WHERE status = 'succeeded' AND finished_at >= $1",
+            since,
+        )
+        return int(row["n"]), row["last"]
+
     async def latencies_ms(self, ids: list[str] | None = None) -> list[float]:
         """finished_at - created_at of succeeded jobs (the service's own clock), in ms."""
         query = "SELECT extract(epoch FROM finished_at - created_at) * 1000 AS ms FROM jobs WHERE status = 'succeeded'"

@@ -46,6 +46,13 @@ def _trail(before: str | None, after: str) -> dict[str, Any]:
 
 async def preload(database_url: str, broker: Broker, names: Names, client_id: str, count: int) -> list[str]:
     """Insert `count` queued echo jobs and publish their messages; returns their ids."""
+    jobs = await save_queued(database_url, client_id, count)
+    await broker.publish_job_messages(names, jobs)
+    return [job["id"] for job in jobs]
+
+
+async def save_queued(database_url: str, client_id: str, count: int) -> list[dict[str, Any]]:
+    """Insert `count` queued echo jobs (their messages not yet published); returns their rows."""
     jobs, events = job_rows(client_id, count)
     engine = make_engine(database_url, pool_size=2)
     try:
@@ -56,5 +63,4 @@ async def preload(database_url: str, broker: Broker, names: Names, client_id: st
                 await conn.execute(insert(JOB_EVENTS), events[start : start + 2 * BATCH])
     finally:
         await engine.dispose()
-    await broker.publish_job_messages(names, jobs)
-    return [job["id"] for job in jobs]
+    return jobs

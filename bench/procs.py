@@ -108,19 +108,20 @@ def _machine_busy() -> float:
 
 
 class CpuMeter:
-    """Cores used by some processes, the shared services and the whole machine over a stretch of time.
-    A service process that exits inside the stretch (a closed PostgreSQL connection) loses its share."""
+    """Cores used by some processes (each with its children: an API of several processes), the shared services
+    and the whole machine over a stretch of time. A process that exits inside the stretch (a closed PostgreSQL
+    connection) loses its share."""
 
     def __init__(self, procs: dict[str, "Proc"]) -> None:
         self.procs = procs
         self.started = time.monotonic()
-        self.mine = {name: cpu_seconds(proc.pid) for name, proc in procs.items()}
+        self.mine = {name: tree_cpu_seconds(proc.pid) for name, proc in procs.items()}
         self.services = _service_cpu()
         self.machine = _machine_busy()
 
     def cores(self) -> dict[str, float]:
         wall = max(time.monotonic() - self.started, 1e-6)
-        used = {name: cpu_seconds(proc.pid) - self.mine[name] for name, proc in self.procs.items()}
+        used = {name: tree_cpu_seconds(proc.pid) - self.mine[name] for name, proc in self.procs.items()}
         for name in SERVICES.values():
             used[name] = 0.0
         for pid, (name, seconds) in _service_cpu().items():

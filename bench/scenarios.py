@@ -1,4 +1,4 @@
-"""The seven scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The eight scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -15,6 +15,8 @@ it started and returns table rows.
   metric update a no-op, taking turns; what moving the metrics costs the hot paths.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
+- scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
+  processes, on classic and on quorum queues; which resource saturates first, from the CPU of each.
 - soak (bench/soak.py): many echo jobs through API and worker; resident memory at start, at the checkpoint
   and at the end; lost and duplicated jobs.
 """
@@ -26,6 +28,7 @@ from bench.harness import Harness
 from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
 from bench.overload import overload
+from bench.scaling import scaling
 from bench.report import Row
 from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
@@ -42,5 +45,6 @@ SCENARIOS: dict[str, Scenario] = {
     "slow_endpoint": slow_endpoint,
     "metrics_cost": metrics_cost,
     "overload": overload,
+    "scaling": scaling,
     "soak": soak,
 }

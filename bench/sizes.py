@@ -20,6 +20,7 @@ class Sizes:
     slow_jobs: int  # jobs per phase: with the fast endpoint alone, then beside the slow one
     overload_seconds: float  # how long the overload scenario's clients keep sending
     cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
+    scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     soak_jobs: int
     soak_checkpoint: int
 
@@ -43,6 +44,7 @@ FULL = Sizes(
     slow_jobs=1000,
     overload_seconds=60,
     cost_rounds=3,
+    scale_jobs=6000,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
 )
@@ -62,6 +64,7 @@ QUICK = Sizes(
     slow_jobs=250,
     overload_seconds=5,
     cost_rounds=1,
+    scale_jobs=300,
     soak_jobs=1000,
     soak_checkpoint=200,
 )
