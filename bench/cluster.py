@@ -65,6 +65,60 @@ class Node:
             "ERL_EPMD_ADDRESS": "127.0.0.1",
         }
 
+    def prepare(self, cookie: str) -> None:
+        """Its folders, config files and Erlang cookie (a cluster's nodes share one)."""
+        for folder in ("mnesia", "log"):
+            (self.home / folder).mkdir(parents=True, exist_ok=True)
+        cookie_file = self.home / ".erlang.cookie"
+        cookie_file.unlink(missing_ok=True)
+        cookie_file.write_text(cookie)
+        cookie_file.chmod(0o400)
+        (self.home / "rabbitmq-env.conf").write_text("")
+        (self.home / "enabled_plugins").write_text("[].\n")
+        (self.home / "advanced.config").write_text("[].\n")
+        (self.home / "rabbitmq.conf").write_text(
+            f"listeners.tcp.local = 127.0.0.1:{self.amqp_port}\nlog.file.level = warning\n"
+        )
+
+    def start(self, die_with_parent: bool = False) -> None:
+        """Start the node (again, after `stop`, with the data it had) and wait until it runs."""
+        log = (self.home / "log" / "server.out").open("ab")
+        subprocess.Popen(
+            [str(RABBITMQ_BIN / "rabbitmq-server")],
+            env=self.env(),
+            cwd=self.home,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
+        )
+        log.close()
+        deadline = time.monotonic() + START_SECONDS
+        # await_startup needs a node that epmd knows already; until the VM registers, ping fails at once.
+        while self.ctl("ping", check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not answer within {START_SECONDS}s")
+            time.sleep(0.5)
+        self.await_startup()
+
+    def await_startup(self) -> None:
+        self.ctl("await_startup", "--timeout", str(START_SECONDS), timeout=START_SECONDS + 10)
+
+    def stop(self) -> None:
+        """Stop the node the way an operator would (by its pid if it lingers); its data stays."""
+        if self.home.exists():
+            self.ctl("stop", timeout=60, check=False)
+        _wait_gone(self)
+
+    def ctl(self, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`rabbitmqctl -n <node> ...` with the node's own cookie."""
+        command = [str(RABBITMQ_BIN / "rabbitmqctl"), "-n", self.name, *args]
+        result = subprocess.run(command, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[1:])} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
 
 @dataclass
 class Cluster:
@@ -79,7 +133,7 @@ class Cluster:
         cls, root: Path, prefix: str = "taskq", ports: list[int] | None = None, die_with_parent: bool = False
     ) -> "Cluster":
         """Three nodes named <prefix>-a/b/c@localhost, on the ports given or on free ones."""
-        ports = ports or _free_ports(2 * len(NODE_LETTERS))
+        ports = ports or free_ports(2 * len(NODE_LETTERS))
         nodes = [
             Node(f"{prefix}-{letter}@localhost", ports[2 * i], ports[2 * i + 1], root / letter)
             for i, letter in enumerate(NODE_LETTERS)
@@ -98,41 +152,22 @@ class Cluster:
         """Start the three nodes, join b and c to a, and wait until all three run in one cluster."""
         cookie = secrets.token_hex(20)
         for node in self.nodes:
-            _prepare(node, cookie)
+            node.prepare(cookie)
             self.node_up(node)
         for node in self.nodes[1:]:
-            self.ctl(node, "stop_app")
-            self.ctl(node, "join_cluster", self.nodes[0].name)
-            self.ctl(node, "start_app")
+            node.ctl("stop_app")
+            node.ctl("join_cluster", self.nodes[0].name)
+            node.ctl("start_app")
         self.wait_until_running(len(self.nodes))
         self._save()
 
     def node_up(self, node: Node) -> None:
         """Start one node (again, after `node_down`, with the data it had) and wait until it runs."""
-        log = (node.home / "log" / "server.out").open("ab")
-        subprocess.Popen(
-            [str(RABBITMQ_BIN / "rabbitmq-server")],
-            env=node.env(),
-            cwd=node.home,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if self.die_with_parent else None,
-        )
-        log.close()
-        deadline = time.monotonic() + START_SECONDS
-        # await_startup needs a node that epmd knows already; until the VM registers, ping fails at once.
-        while self.ctl(node, "ping", check=False).returncode != 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{node.name} did not answer within {START_SECONDS}s")
-            time.sleep(0.5)
-        self.ctl(node, "await_startup", "--timeout", str(START_SECONDS), timeout=START_SECONDS + 10)
+        node.start(self.die_with_parent)
 
     def node_down(self, node: Node) -> None:
         """Stop one node the way an operator would; its data stays for `node_up`."""
-        self.ctl(node, "stop", timeout=60, check=False)
-        _wait_gone(node)
+        node.stop()
 
     def wait_until_running(self, count: int) -> None:
         """Wait until some node reports `count` running nodes in its cluster."""
@@ -151,8 +186,7 @@ class Cluster:
         return len(json.loads(result.stdout).get("running_nodes", []))
 
     def ctl(self, node: Node, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """`rabbitmqctl -n <node> ...` with the cluster's cookie."""
-        return _run(node, "rabbitmqctl", *args, timeout=timeout, check=check)
+        return node.ctl(*args, timeout=timeout, check=check)
 
     def queues(self, node: Node, *columns: str) -> list[dict[str, object]]:
         """`rabbitmqctl list_queues <columns>` as rows."""
@@ -164,7 +198,7 @@ class Cluster:
         """Stop every node (by rabbitmqctl, then by its pid if it lingers) and remove the folder."""
         for node in self.nodes:
             if node.home.exists():
-                self.ctl(node, "stop", timeout=60, check=False)
+                node.ctl("stop", timeout=60, check=False)
         for node in self.nodes:
             _wait_gone(node)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -188,28 +222,6 @@ def running_cluster(root: Path, prefix: str) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def _prepare(node: Node, cookie: str) -> None:
-    for folder in ("mnesia", "log"):
-        (node.home / folder).mkdir(parents=True, exist_ok=True)
-    cookie_file = node.home / ".erlang.cookie"
-    cookie_file.write_text(cookie)
-    cookie_file.chmod(0o400)
-    (node.home / "rabbitmq-env.conf").write_text("")
-    (node.home / "enabled_plugins").write_text("[].\n")
-    (node.home / "advanced.config").write_text("[].\n")
-    (node.home / "rabbitmq.conf").write_text(
-        f"listeners.tcp.local = 127.0.0.1:{node.amqp_port}\nlog.file.level = warning\n"
-    )
-
-
-def _run(node: Node, tool: str, *args: str, timeout: float, check: bool) -> subprocess.CompletedProcess[str]:
-    command = [str(RABBITMQ_BIN / tool), "-n", node.name, *args]
-    result = subprocess.run(command, env=node.env(), capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[1:])} failed ({result.returncode}): {result.stderr.strip()}")
-    return result
 
 
 def _pid(node: Node) -> int | None:
@@ -241,7 +253,7 @@ def _wait_gone(node: Node, seconds: float = 30) -> None:
     (node.home / "node.pid").unlink(missing_ok=True)
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     sockets = []
     try:
         for _ in range(count):

@@ -7,6 +7,7 @@ stopped and removed on the way out, whatever happened.
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.cluster import Node, free_ports
 from bench.env import free_port
 
 START_WITHIN = 90.0
@@ -113,82 +115,31 @@ class PrivateRedis:
 
 @dataclass
 class PrivateRabbit:
+    """One RabbitMQ node, run as bench/cluster.py runs each node of its cluster, with a cookie of its own."""
+
     folder: Path
-    port: int = field(default_factory=free_port)
-    process: "subprocess.Popen[bytes] | None" = None
 
     def __post_init__(self) -> None:
-        self.node = f"taskq-chaos-{uuid.uuid4().hex[:8]}@localhost"
-        self.home = self.folder / "rabbitmq"
+        amqp, dist = free_ports(2)
+        self.node = Node(f"taskq-chaos-{uuid.uuid4().hex[:8]}@localhost", amqp, dist, self.folder / "rabbitmq")
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/"
-
-    def _env(self) -> dict[str, str]:
-        env_file, plugins = self.home / "rabbitmq-env.conf", self.home / "enabled_plugins"
-        return {
-            **os.environ,
-            "RABBITMQ_NODENAME": self.node,
-            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
-            "RABBITMQ_NODE_PORT": str(self.port),
-            "RABBITMQ_DIST_PORT": str(free_port()),
-            "RABBITMQ_MNESIA_BASE": str(self.home / "mnesia"),
-            "RABBITMQ_LOG_BASE": str(self.home / "log"),
-            "RABBITMQ_PID_FILE": str(self.home / "node.pid"),
-            "RABBITMQ_CONF_ENV_FILE": str(env_file),
-            "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins),
-            "RABBITMQ_CONFIG_FILE": str(self.home / "rabbitmq"),
-            "ERL_EPMD_ADDRESS": "127.0.0.1",
-        }
-
-    def ctl(self, *args: str) -> None:
-        done = subprocess.run(["rabbitmqctl", "-n", self.node, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[-400:]}")
-
-    def _pings(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"the RabbitMQ node exited; see {self.folder / 'rabbitmq.log'}")
-        ping = ["rabbitmq-diagnostics", "-q", "-n", self.node, "ping"]
-        try:
-            return subprocess.run(ping, capture_output=True, timeout=60).returncode == 0
-        except subprocess.TimeoutExpired:
-            return False
-
-    def _await(self) -> None:
-        _until(self._pings, START_WITHIN, f"the RabbitMQ node {self.node} answering")
-        self.ctl("await_startup", "--timeout", str(int(START_WITHIN)))
+        return self.node.url
 
     def start(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "rabbitmq-env.conf").write_text("")
-        (self.home / "enabled_plugins").write_text("[].\n")
-        (self.home / "rabbitmq.conf").write_text("loopback_users.guest = true\n")
-        if os.geteuid() == 0:  # Debian's rabbitmq-server runs the node as the rabbitmq user
-            for path in (self.home, *self.home.iterdir()):
-                shutil.chown(path, "rabbitmq", "rabbitmq")
-        log = (self.folder / "rabbitmq.log").open("ab")
-        self.process = subprocess.Popen(["rabbitmq-server"], env=self._env(), stdout=log, stderr=log)
-        self._await()
+        self.node.prepare(secrets.token_hex(20))
+        self.node.start(die_with_parent=True)
 
     def stop_app(self) -> None:
-        self.ctl("stop_app")
+        self.node.ctl("stop_app")
 
     def start_app(self) -> None:
-        self.ctl("start_app")
-        self._await()
+        self.node.ctl("start_app")
+        self.node.await_startup()
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        with contextlib.suppress(subprocess.SubprocessError, OSError):
-            self.ctl("stop")
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(30)
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
+        self.node.stop()
 
 
 @dataclass

@@ -28,8 +28,8 @@ from bench.harness import Harness
 from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
 from bench.overload import overload
-from bench.scaling import scaling
 from bench.report import Row
+from bench.scaling import scaling
 from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
 from bench.soak import soak
