@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Page, Request, expect
 from redis.asyncio import Redis
 
 from tests.browser import CHROMIUM, NARROW, Tab, chromium, tab
@@ -27,6 +27,7 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is missing: apt-get install chromium"),
 ]
 WITHIN = 20
+YEARLY = "0 3 1 1 *"  # a schedule that fires on its own only at 03:00 on the 1st of January
 SCREENSHOTS = ROOT / "docs" / "dashboard"  # written when DASHBOARD_SCREENSHOTS=1
 expect.set_options(timeout=WITHIN * 1000)
 
@@ -152,6 +153,12 @@ async def sign_in(service: Service, page: Page, key: str) -> None:
     await expect(page.locator("#nav")).to_be_visible()
 
 
+async def sideways(page: Page) -> int:
+    """How far the page overflows the screen's width (0 or less: it fits)."""
+    overflow: int = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    return overflow
+
+
 async def screenshot(page: Page, name: str) -> None:
     if os.environ.get("DASHBOARD_SCREENSHOTS") == "1":
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -254,6 +261,89 @@ async def test_a_dead_job_is_replayed_from_the_dlq_page_and_succeeds(service: Se
     await page.get_by_role("button", name="Replay type").click()
     await expect(page.locator("#toast")).to_have_text("Replayed 1 job(s).")
     await service.until_status(key, other["id"], "succeeded")
+
+
+async def test_a_schedule_made_on_its_page_runs_now_pauses_and_is_deleted(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-schedules")
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/schedules")
+    form = page.locator("#schedule-create")
+    await form.locator("input[name=name]").fill("yearly-echo")
+    await form.locator("input[name=cron]").fill(YEARLY)
+    await form.locator("select[name=job_type]").select_option("echo")
+    await form.locator("textarea[name=payload]").fill('{"from": "schedule"}')
+    await form.get_by_role("button", name="Create schedule").click()
+    row = page.locator("#schedule-list tr[data-schedule-id]")
+    await expect(row).to_have_count(1)
+    schedule_id = await row.get_attribute("data-schedule-id")
+    path = f"/api/v1/schedules/{schedule_id}"
+    saved = (await service.http.get(path, headers=bearer(key))).json()
+    zone = await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")  # the form's default
+    assert (saved["name"], saved["cron"], saved["timezone"], saved["active"]) == ("yearly-echo", YEARLY, zone, True)
+    assert saved["job"] == {"job_type": "echo", "payload": {"from": "schedule"}}
+    next_run = await page.evaluate("iso => new Date(iso).toLocaleString()", saved["next_run_at"])
+    await expect(row.locator("td.next-run")).to_have_text(next_run)
+    await expect(row.locator("td.state [data-status]")).to_have_attribute("data-status", "active")
+    await expect(form.locator("input[name=name]")).to_have_value("")  # the form is back to its defaults
+
+    await row.get_by_role("button", name="Run now").click()
+    made = page.locator("#schedule-run [data-job-id]")
+    job_id = await made.get_attribute("data-job-id")
+    assert job_id is not None
+    await expect(made.locator("a")).to_have_attribute("href", f"#/jobs/{job_id}")
+    await service.until_status(key, job_id, "succeeded")
+    job = (await service.http.get(f"/api/v1/jobs/{job_id}", headers=bearer(key))).json()
+    assert job["idempotency_key"].startswith(f"schedule:{schedule_id}:") and job["result"] == {"from": "schedule"}
+    await screenshot(page, "schedules")
+
+    await row.get_by_role("button", name="Pause").click()
+    await expect(row.locator("td.state [data-status]")).to_have_attribute("data-status", "paused")
+    paused = (await service.http.get(path, headers=bearer(key))).json()
+    assert paused["active"] is False and paused["next_run_at"] is None
+    await expect(row.get_by_role("button", name="Resume")).to_be_visible()
+
+    async with page.expect_event("dialog") as asked:
+        await row.get_by_role("button", name="Delete").click()
+    assert (await asked.value).message.startswith("Delete the schedule yearly-echo?")
+    await expect(row).to_have_count(0)
+    await expect(page.locator("#schedule-list")).to_have_text("No schedules yet.")
+    assert (await service.http.get(path, headers=bearer(key))).status_code == 404
+
+
+async def test_a_bad_cron_shows_the_apis_error_beside_the_form_and_makes_nothing(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-bad-cron")
+    tab_of.expect_error(r"status of 422")
+    posted: list[str] = []
+
+    def sent(request: Request) -> None:
+        if request.method == "POST":
+            posted.append(request.url)
+
+    page.on("request", sent)
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/schedules")
+    form = page.locator("#schedule-create")
+    problems = page.locator("#schedule-problems .error")
+    await form.locator("input[name=name]").fill("broken")
+    await form.locator("input[name=cron]").fill("every day")
+    await form.locator("input[name=timezone]").fill("UTC")
+    await form.locator("select[name=job_type]").select_option("echo")
+    await form.locator("textarea[name=payload]").fill('{"unclosed": ')
+    await form.get_by_role("button", name="Create schedule").click()
+    await expect(problems).to_contain_text("The payload is not valid JSON")
+    assert posted == []  # said before anything was sent
+
+    await form.locator("textarea[name=payload]").fill("{}")
+    await form.get_by_role("button", name="Create schedule").click()
+    body = {"name": "broken", "cron": "every day", "timezone": "UTC", "job": {"job_type": "echo", "payload": {}}}
+    refused = await service.http.post("/api/v1/schedules", json=body, headers=bearer(key))
+    assert refused.status_code == 422, refused.text
+    await expect(problems).to_contain_text(refused.json()["detail"])
+    await expect(problems).to_contain_text(refused.json()["errors"][0]["msg"])
+    assert posted == [f"{service.url}/api/v1/schedules"]
+    listed = await service.http.get("/api/v1/schedules", headers=bearer(key))
+    assert listed.json()["items"] == []
+    await expect(page.locator("#schedule-list")).to_have_text("No schedules yet.")
 
 
 async def test_a_new_webhook_secret_shows_once_and_never_again(service: Service, tab_of: Tab) -> None:
@@ -382,11 +472,15 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     page, key = tab_of.page, await service.new_key("dash-pages")
     hook = await service.http.post("/api/v1/webhooks", json={"url": service.receiver.url("/all")}, headers=bearer(key))
     job = await service.submit(key, job_type="echo", payload={"page": "all"})
+    paused = {"name": "all-pages", "cron": YEARLY, "job": {"job_type": "echo", "payload": {}}, "active": False}
+    schedule = await service.http.post("/api/v1/schedules", json=paused, headers=bearer(key))
+    schedule_row = f"#schedule-list tr[data-schedule-id='{schedule.json()['id']}']"
     await sign_in(service, page, ADMIN_KEY)
     pages = {
         "overview": ("#/", "#dlq-stats"),
         "jobs-admin": ("#/jobs", "#jobs-table table"),
         "job-admin": (f"#/jobs/{job['id']}", "#audit-trail"),
+        "schedules-admin": ("#/schedules", schedule_row),
         "dlq-admin": ("#/dlq", "#dlq-stats"),
         "webhooks-admin": ("#/webhooks", "#webhook-list"),
         "webhook-admin": (f"#/webhooks/{hook.json()['id']}", "#webhook-edit"),
@@ -408,9 +502,11 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     async with tab(browser, NARROW) as narrow:
         await sign_in(service, narrow.page, ADMIN_KEY)
         await expect(narrow.page.locator("#dlq-stats")).to_be_visible()
-        overflow = await narrow.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0
+        assert await sideways(narrow.page) <= 0
         await screenshot(narrow.page, "overview-narrow")
+        await narrow.page.goto(f"{service.url}/dashboard#/schedules")  # a wide table and a form
+        await expect(narrow.page.locator(schedule_row)).to_be_visible()
+        assert await sideways(narrow.page) <= 0
         assert narrow.unexpected() == []
 
 

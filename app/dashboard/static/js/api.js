@@ -8,10 +8,11 @@ export const session = {
 };
 
 export class ApiError extends Error {
-  constructor(status, detail, code) {
+  constructor(status, detail, code, errors = []) {
     super(detail);
     this.status = status;
     this.code = code;
+    this.errors = errors;
   }
 }
 
@@ -22,14 +23,16 @@ export function authHeaders(extra = {}) {
 export async function failure(response) {
   let detail = `The service answered ${response.status} ${response.statusText}.`;
   let code;
+  let errors;
   try {
     const body = await response.json();
     if (typeof body.detail === "string") detail = body.detail;
     code = body.code;
+    if (Array.isArray(body.errors)) errors = body.errors;
   } catch {
     // not JSON: keep the status sentence
   }
-  return new ApiError(response.status, detail, code);
+  return new ApiError(response.status, detail, code, errors);
 }
 
 export async function api(path, { method = "GET", body, signal } = {}) {

@@ -56,8 +56,14 @@ export function section(title, ...children) {
   return h("section", { class: "panel" }, h("h2", {}, title), children);
 }
 
+// The API's sentence and, under it, what is wrong with each field a 422 names (its `errors`), a line each.
 export function errorLine(error) {
-  return h("p", { class: "error", role: "alert" }, error.message || String(error));
+  const fields = (error.errors || []).map((e) => h("span", { class: "field" }, `${e.loc.join(".")}: ${e.msg}`));
+  return h("p", { class: "error", role: "alert" }, error.message || String(error), fields);
+}
+
+export function field(label, input) {
+  return h("label", {}, label, input);
 }
 
 export function short(id) {
@@ -97,15 +103,18 @@ export function action(label, run, { confirm: question, kind = "", done, disable
   });
 }
 
-// Handle a form's submit in place: `run` gets the form; a failure shows the API's sentence.
-export function onSubmit(form, run, { confirm: question } = {}) {
+// Handle a form's submit in place: `run` gets the form; a failure shows the API's sentence, in `problems` (an
+// element beside the form, emptied at each submit) when given, else in the toast.
+export function onSubmit(form, run, { confirm: question, problems } = {}) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (question && !window.confirm(question)) return;
+    if (problems) replace(problems);
     try {
       await run(form);
     } catch (error) {
-      notify(error.message, "bad");
+      if (problems) replace(problems, errorLine(error));
+      else notify(error.message, "bad");
     }
   });
   return form;

@@ -5,6 +5,7 @@ import * as dlq from "./pages/dlq.js";
 import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
 import * as overview from "./pages/overview.js";
+import * as schedules from "./pages/schedules.js";
 import * as webhook from "./pages/webhook.js";
 import * as webhooks from "./pages/webhooks.js";
 import * as workers from "./pages/workers.js";
@@ -13,6 +14,7 @@ const ROUTES = [
   [/^\/?$/, overview, "overview"],
   [/^\/jobs$/, jobs, "jobs"],
   [/^\/jobs\/([^/]+)$/, job, "jobs"],
+  [/^\/schedules$/, schedules, "schedules"],
   [/^\/dlq$/, dlq, "dlq"],
   [/^\/webhooks$/, webhooks, "webhooks"],
   [/^\/webhooks\/([^/]+)$/, webhook, "webhooks"],

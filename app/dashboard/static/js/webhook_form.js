@@ -1,11 +1,7 @@
 // The fields of a webhook endpoint, for creating one and for editing one.
-import { h } from "./dom.js";
+import { field, h } from "./dom.js";
 
 export const EVENTS = ["job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled"];
-
-function field(label, input) {
-  return h("label", {}, label, input);
-}
 
 function eventChoices(chosen) {
   const box = (event) => h("input", { type: "checkbox", name: "events", value: event, checked: chosen.has(event) });
