@@ -18,6 +18,7 @@ from bench.env import RABBITMQ_URL, BenchEnv, free_port
 from bench.infra import Broker, Db
 from bench.procs import CpuMeter, Proc, Procs, until, wait_http_ready
 from bench.profile import Profiler
+from bench.sizes import Sizes
 
 CLIENT_ID = "bench"
 
@@ -166,6 +167,26 @@ class Harness:
         if ids_out is not None:
             args += ["--ids-out", str(ids_out)]
         return await self.tool(name, "bench.loadgen", args, within=max_seconds + 60)
+
+    async def ingest_once(
+        self, clients: int, sizes: Sizes, name: str, label: str, module: str = "app", processes: int = 1
+    ) -> tuple[float, dict[str, float], dict[str, Any]]:
+        """A fresh API (`processes` processes, run by `module`) loaded by `clients` closed-loop clients over the
+        empty tables: its jobs/s, the cores each part used, and the load generator's result."""
+        await self.env.reset()
+        api = await self.start_api(name=f"api-{name}", processes=processes, module=module)
+        key = await self.client_key(api)
+        async with self.metered(label, {"API": api.proc}) as cores:
+            result = await self.loadgen(
+                api.jobs_url,
+                key,
+                concurrency=clients,
+                requests=sizes.ingest_requests,
+                warmup=sizes.ingest_warmup,
+                name=f"loadgen-{name}",
+            )
+        await api.proc.stop()
+        return float(result["per_s"] or 0), cores, result
 
     @contextlib.asynccontextmanager
     async def profiled(self, name: str, proc: Proc) -> AsyncIterator[None]:

@@ -40,20 +40,8 @@ async def metrics_cost(h: Harness, sizes: Sizes) -> list[Row]:
 
 
 async def _ingest(h: Harness, sizes: Sizes, arm: str, module: str) -> tuple[float, float | None]:
-    await h.env.reset()
-    api = await h.start_api(name=f"api-metrics-{arm}", module=module)
-    key = await h.client_key(api)
-    async with h.metered(f"ingest at {CLIENTS} clients (metrics {arm})", {"API": api.proc}) as cores:
-        result = await h.loadgen(
-            api.jobs_url,
-            key,
-            concurrency=CLIENTS,
-            requests=sizes.ingest_requests,
-            warmup=sizes.ingest_warmup,
-            name=f"loadgen-metrics-{arm}",
-        )
-    await api.proc.stop()
-    per_s = float(result["per_s"] or 0)
+    label = f"ingest at {CLIENTS} clients (metrics {arm})"
+    per_s, cores, _ = await h.ingest_once(CLIENTS, sizes, f"metrics-{arm}", label, module=module)
     return per_s, (cores["API"] * 1000 / per_s if per_s else None)
 
 

@@ -68,23 +68,12 @@ async def _drain(h: Harness, jobs: int, processes: int) -> tuple[float, dict[str
 
 
 async def _ingest(h: Harness, sizes: Sizes, processes: int) -> tuple[float, dict[str, float]]:
-    await h.env.reset()
-    api = await h.start_api(name=f"api-x{processes}-{h.env.queue_type}", processes=processes)
-    key = await h.client_key(api)
     label = f"ingest by {processes} API process(es), {CLIENTS} clients, {h.env.queue_type} queues"
-    async with h.metered(label, {"API": api.proc}) as cores:
-        result = await h.loadgen(
-            api.jobs_url,
-            key,
-            concurrency=CLIENTS,
-            requests=sizes.ingest_requests,
-            warmup=sizes.ingest_warmup,
-            name=f"loadgen-x{processes}-{h.env.queue_type}",
-        )
-    await api.proc.stop()
+    name = f"x{processes}-{h.env.queue_type}"
+    per_s, cores, result = await h.ingest_once(CLIENTS, sizes, name, label, processes=processes)
     if result.get("errors"):
         h.notes.append(f"scaling: {label} had {result['errors']} error(s).")
-    return float(result["per_s"] or 0), cores
+    return per_s, cores
 
 
 async def _stop(procs: list[Proc]) -> None:
