@@ -129,9 +129,8 @@ async def _batch(h: Harness, api: Server, key: str, jobs: int) -> dict[str, Any]
         return {"unavailable": f"a one-job batch was refused: HTTP {answer.status_code} {answer.text[:120]}"}
     requests = max(1, jobs // BATCH_SIZE)
     warmup = min(BATCH_CLIENTS, requests // 4)
-    async with h.metered(
-        f"batch submits ({BATCH_SIZE} per request, {BATCH_CLIENTS} clients)", {"API": api.proc}
-    ) as cores:
+    label = f"batch submits ({BATCH_SIZE} per request, {BATCH_CLIENTS} clients)"
+    async with h.metered(label, {"API": api.proc}) as cores, h.profiled("ingest-api-batch", api.proc):
         result = await h.loadgen(
             url,
             key,

@@ -27,21 +27,23 @@ async def scaling(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("scaling", job_consumers_default=CONSUMERS, job_consumers_critical=0, job_consumers_bulk=0)
     drains: dict[tuple[str, int], tuple[float, dict[str, float]]] = {}
     ingests: dict[tuple[str, int], tuple[float, dict[str, float]]] = {}
+    workers = [n for n in WORKER_PROCESSES if n <= sizes.scale_max_workers]
     for queue_type in QUEUE_TYPES:
         async with h.on_queues(queue_type) as on:
-            for processes in WORKER_PROCESSES:
+            for processes in workers:
                 drains[queue_type, processes] = await _drain(on, sizes.scale_jobs, processes)
             for processes in API_PROCESSES:
                 ingests[queue_type, processes] = await _ingest(on, sizes, processes)
     h.notes.append(
-        f"scaling: drains of {sizes.scale_jobs} pre-loaded echo jobs by 1, 2 and 4 `python -m app worker jobs` "
+        f"scaling: drains of {sizes.scale_jobs} pre-loaded echo jobs by {', '.join(map(str, workers))} "
+        "`python -m app worker jobs` "
         f"processes of C = {CONSUMERS} each, the messages published once all their consumers were attached; ingest of "
         f"`POST /api/v1/jobs` by {CLIENTS} clients against `python -m app api --processes 1 | 2`. Quorum queues on the "
         "one local node measure what the queue type costs, not a cluster's replication."
     )
     rows = []
     for queue_type in QUEUE_TYPES:
-        rows += [_row(queue_type, n, "drain jobs/s", "job-worker processes", drains) for n in WORKER_PROCESSES]
+        rows += [_row(queue_type, n, "drain jobs/s", "job-worker processes", drains) for n in workers]
         rows += [_row(queue_type, n, "ingest jobs/s", "API processes", ingests) for n in API_PROCESSES]
     return rows
 

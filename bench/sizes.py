@@ -21,6 +21,7 @@ class Sizes:
     overload_seconds: float  # how long the overload scenario's clients keep sending
     cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
+    scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
     soak_checkpoint: int
 
@@ -45,6 +46,7 @@ FULL = Sizes(
     overload_seconds=60,
     cost_rounds=3,
     scale_jobs=6000,
+    scale_max_workers=4,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
 )
@@ -65,6 +67,7 @@ QUICK = Sizes(
     overload_seconds=5,
     cost_rounds=1,
     scale_jobs=300,
+    scale_max_workers=2,
     soak_jobs=1000,
     soak_checkpoint=200,
 )

@@ -16,7 +16,7 @@ from bench import scenarios
 from bench.receiver import Receiver
 from tests.support import ROOT, wait_for
 
-SCENARIOS = ("ingest", "end-to-end", "webhooks", "slow_endpoint", "metrics_cost", "overload", "soak")
+SCENARIOS = ("ingest", "end-to-end", "webhooks", "slow_endpoint", "metrics_cost", "overload", "scaling", "soak")
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HEADER = "| scenario | figure | ours | baseline | ratio | target | met? |"
 
@@ -49,6 +49,8 @@ def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_f
     assert 0 < scenarios.QUICK.slow_jobs <= scenarios.FULL.slow_jobs
     assert 0 < scenarios.QUICK.overload_seconds <= scenarios.FULL.overload_seconds
     assert scenarios.QUICK.slow_rate > 0 and scenarios.FULL.slow_rate > 0
+    assert 0 < scenarios.QUICK.scale_jobs <= scenarios.FULL.scale_jobs
+    assert 1 < scenarios.QUICK.scale_max_workers <= scenarios.FULL.scale_max_workers
 
 
 async def test_a_slow_receiver_verifies_then_answers_late_and_counts_what_it_holds() -> None:
