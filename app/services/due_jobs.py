@@ -52,8 +52,8 @@ async def queue_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: in
             return []
         events = [staged for _, staged in await record(conn, names, [Move(S.SCHEDULED, job, {}) for job in jobs])]
         messages = await outbox_rows.add_many(conn, [job_outgoing(names, JobMessage.from_row(job)) for job in jobs])
-    await outbox.publish([*messages, *events])
-    for job in jobs:
+    for job in jobs:  # queued when committed: the lag is counted then, not after the publish
         due = job["run_at"] or now
         metrics.scheduler_lag(metrics.DELAYED).observe(max(0.0, (now - due).total_seconds()))
+    await outbox.publish([*messages, *events])
     return jobs

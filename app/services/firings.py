@@ -97,9 +97,9 @@ async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int
         taken = set((await conn.execute(advance(firings, now))).scalars())
         mine = [f for f in firings if f.schedule["id"] in taken]
         staged = await insert_drafts(conn, await _new_jobs(conn, names, mine)) if mine else []
-    await outbox.publish(staged)
-    for firing in mine:
+    for firing in mine:  # fired when committed: the lag is counted then, not after the publish
         metrics.scheduler_lag(metrics.RECURRING).observe(max(0.0, (now - firing.fire_at).total_seconds()))
+    await outbox.publish(staged)
     return len(mine)
 
 
