@@ -108,7 +108,11 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
         assert (await api.client.get("/no/such/path/" + client)).status_code == 404
 
         def finished(now: Samples) -> bool:
-            return delta(before, now, "jobs_completed_total") >= 3 and bool(labelled(now, "outbox_backlog"))
+            # The gauges are read by a background cycle: wait for one that ran after the consumers attached.
+            attached = value(now, "queue_consumers", queue="jobs.critical") >= settings.job_consumers_critical
+            return (
+                delta(before, now, "jobs_completed_total") >= 3 and bool(labelled(now, "outbox_backlog")) and attached
+            )
 
         after = await wait_for(scraped_until(lambda: scrape(api), finished), within=30)
 
