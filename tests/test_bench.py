@@ -22,7 +22,7 @@ HEADER = "| scenario | figure | ours | baseline | ratio | target | met? |"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(450)
+@pytest.mark.timeout(930)
 def test_quick_bench_writes_a_table_with_every_scenario(tmp_path: Path) -> None:
     output = tmp_path / "bench.md"
     result = subprocess.run(
@@ -30,7 +30,7 @@ def test_quick_bench_writes_a_table_with_every_scenario(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=900,  # about 3 minutes on a quiet day; this machine has been three times slower
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr[-4000:]
