@@ -187,9 +187,11 @@ class Process:
 
 @contextlib.contextmanager
 def app_process(args: list[str], env: dict[str, str], log: Path, module: str = "app") -> Iterator[Process]:
-    """Run `python -m app <args>` (or a test launcher of it, `module`); killed on the way out whatever happens."""
+    """Run `python -m app <args>` (or a test launcher of it, `module`); killed on the way out whatever happens,
+    with every process it started (an API of several processes): it leads a process group of its own."""
     with log.open("wb") as out:
-        popen = subprocess.Popen([sys.executable, "-m", module, *args], env=env, cwd=ROOT, stdout=out, stderr=out)
+        command = [sys.executable, "-m", module, *args]
+        popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=out, start_new_session=True)
     process = Process(popen, log)
     try:
         yield process
@@ -197,6 +199,8 @@ def app_process(args: list[str], env: dict[str, str], log: Path, module: str = "
         if popen.poll() is None:
             popen.kill()
             popen.wait(10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGKILL)  # children that outlived it
 
 
 def free_port() -> int:
