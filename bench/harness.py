@@ -99,7 +99,7 @@ class Harness:
         self, consumers: int, name: str = "job-worker", module: str = "app", **overrides: Any
     ) -> Proc:
         """One `python -m app worker jobs` consuming only the default lane, with `consumers` consumers."""
-        lanes = {"job_consumers_default": consumers, "job_consumers_critical": 0, "job_consumers_bulk": 0}
+        lanes = default_lane_only(consumers)
         proc = self.procs.app(name, ["worker", "jobs"], self.env.process_env(**lanes, **overrides), module)
         names = self.env.settings_topology().names
         await self.wait_consumers(proc, {names.lane_queue(Lane.DEFAULT): consumers})
@@ -107,7 +107,7 @@ class Harness:
 
     async def start_job_workers(self, processes: int, consumers: int, name: str = "job-worker") -> list[Proc]:
         """`processes` job workers like `start_job_worker`'s, all started before any is waited for."""
-        lanes = {"job_consumers_default": consumers, "job_consumers_critical": 0, "job_consumers_bulk": 0}
+        lanes = default_lane_only(consumers)
         env = self.env.process_env(**lanes)
         procs = [self.procs.app(f"{name}-{i + 1}", ["worker", "jobs"], env) for i in range(processes)]
         lane = self.env.settings_topology().names.lane_queue(Lane.DEFAULT)
@@ -226,6 +226,11 @@ class Harness:
             return await self.db.succeeded() >= count
 
         await until(done, within, what, interval=0.2)
+
+
+def default_lane_only(consumers: int) -> dict[str, int]:
+    """Job-worker settings that consume the default lane alone, with `consumers` consumers."""
+    return {"job_consumers_default": consumers, "job_consumers_critical": 0, "job_consumers_bulk": 0}
 
 
 def read_ids(path: Path) -> dict[str, float]:
