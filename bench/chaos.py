@@ -120,6 +120,32 @@ class Service:
     def workers(self) -> list[str]:
         return [role for role in self.ROLES if role != "api"]
 
+    def describe(self, role: str) -> str:
+        """What a failed run needs to know of a role's process: alive or its exit status, and its last log lines."""
+        proc = self.running[role]
+        state = "running" if proc.alive() else f"exited with status {proc.popen.returncode}"
+        lines = proc.tail(4000).splitlines()[-15:]
+        return f"the {role} process (pid {proc.pid}, log {proc.log}) is {state}; its last log lines:\n" + "\n".join(
+            f"    {line[:300]}" for line in lines
+        )
+
+
+async def listening(port: int, within: float = 3.0) -> str:
+    """Whether a TCP connection to the port opens now: refused, timed out or open (and then /health's answer)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), within)
+    except TimeoutError:
+        return f"a TCP connect to port {port} timed out after {within:.0f} s (listening, not accepting)"
+    except OSError as exc:
+        return f"a TCP connect to port {port} failed: {exc}"
+    writer.close()
+    try:
+        async with httpx.AsyncClient(timeout=within, trust_env=False) as http:
+            answer = await http.get(f"http://127.0.0.1:{port}/health")
+        return f"port {port} accepts connections; /health answered {answer.status_code}"
+    except httpx.HTTPError as exc:
+        return f"port {port} accepts connections; /health did not answer: {type(exc).__name__}"
+
 
 def settings_env(services: PrivateServices, port: int, admin_key: str) -> dict[str, str]:
     settings = {
@@ -261,7 +287,12 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[Findings, dict[str,
                 submit_all(base, key, args.jobs, args.rate, hook["url"], endpoint["secret"], args.seed)
             )
             restored = await inject(service, services, faults, began)
-            submitted = await submitting
+            try:
+                submitted = await submitting
+            except RuntimeError as exc:
+                at = time.monotonic() - began
+                probe = await listening(port)
+                raise RuntimeError(f"{exc} (t={at:.0f} s)\n{probe}\n{service.describe('api')}") from None
             say(f"submitted {args.jobs} jobs in {time.monotonic() - began:.0f} s; waiting for them to settle")
             findings = await check_run(
                 services, NAMESPACE, submitted, f"http://127.0.0.1:{receiver_port}", restored, SETTLE_WITHIN, say
