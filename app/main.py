@@ -99,14 +99,16 @@ def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox,
     return ApiState(
         resources=resources,
         jobs=JobService(resources.engine, outbox, names, idempotency, failpoints),
-        keys=ApiKeyService(resources.engine, settings.admin_api_key, resources.redis, names.api_keys_generation_key),
+        keys=ApiKeyService(
+            resources.engine, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
+        ),
         webhooks=WebhookService(
             resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
         ),
         deliveries=deliveries,
         dlq=DlqService(resources.engine, outbox, names, failpoints),
         artifacts=artifact_store(resources),
-        limiter=RateLimiter(resources.redis, names, settings.rate_limit_per_minute),
+        limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
         live=LiveStreams(resources.engine, names, hub),
         replies=inbox,

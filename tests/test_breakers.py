@@ -17,6 +17,7 @@ from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
+from app.core.redis_batch import RedisBatch
 from app.models.tables import ENDPOINTS
 from app.services.breakers import (
     ADMIT,
@@ -282,7 +283,7 @@ async def test_the_breakers_fail_open_when_redis_is_down(clock: Clock) -> None:
 
 def job_types(redis: Redis, clock: Clock) -> JobTypeBreakers:
     policy = Policy(failure_rate=0.5, min_calls=4, window_seconds=60, cooldown_seconds=COOLDOWN, probe_seconds=LEASE)
-    return JobTypeBreakers(redis, NAMES, policy, clock)
+    return JobTypeBreakers(RedisBatch(redis), NAMES, policy, clock)
 
 
 async def test_a_job_type_opens_at_the_failure_rate_over_enough_calls(redis: Redis, clock: Clock) -> None:

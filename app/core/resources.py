@@ -12,6 +12,7 @@ from app.core.database import make_engine
 from app.core.names import Names
 from app.core.recent_logs import RecentLogs
 from app.core.redaction import Redactor
+from app.core.redis_batch import RedisBatch
 from app.core.topology import Topology, build_topology
 
 
@@ -23,6 +24,7 @@ class Resources:
     redis: "Redis"
     broker: Broker
     logs: RecentLogs
+    redis_batch: RedisBatch  # the hot paths' commands, many callers' in one pipeline
 
     @property
     def names(self) -> Names:
@@ -38,10 +40,11 @@ class Resources:
         await broker.start(wait=broker_wait)
         logs = RecentLogs(redis, topology.names.recent_logs_key, Redactor.for_settings(settings))
         logs.start()
-        return cls(settings, topology, engine, redis, broker, logs)
+        return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis))
 
     async def close(self) -> None:
         await self.broker.close()
         await self.logs.stop()
+        await self.redis_batch.close()
         await self.redis.aclose()
         await self.engine.dispose()

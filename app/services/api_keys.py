@@ -10,11 +10,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from loguru import logger
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.redis_batch import RedisBatch
 from app.models.tables import API_KEYS
 from app.models.types import utcnow
 from app.services.tenancy import Principal
@@ -46,7 +46,7 @@ class ApiKeyService:
 
     engine: AsyncEngine
     admin_key: str | None
-    redis: Redis | None = None
+    redis: RedisBatch | None = None  # requests asking at the same time share one GET
     generation_key: str = ""
     _cache: "OrderedDict[str, tuple[Principal, bytes]]" = field(default_factory=OrderedDict)
     _pending_bump: "asyncio.Task[None] | None" = None
@@ -85,10 +85,10 @@ class ApiKeyService:
         if self.redis is None:
             return None
         try:
-            value = await self.redis.get(self.generation_key)
+            value = await self.redis.call("GET", self.generation_key, share=("GET", self.generation_key))
             if value is None:
-                await self.redis.set(self.generation_key, secrets.token_hex(8), nx=True)
-                value = await self.redis.get(self.generation_key)
+                await self.redis.call("SET", self.generation_key, secrets.token_hex(8), "NX")
+                value = await self.redis.call("GET", self.generation_key)
         except (RedisError, OSError):
             return None
         return value.encode() if isinstance(value, str) else value
@@ -98,7 +98,7 @@ class ApiKeyService:
         assert self.redis is not None
         while True:
             try:
-                await self.redis.set(self.generation_key, secrets.token_hex(8))
+                await self.redis.call("SET", self.generation_key, secrets.token_hex(8))
                 return
             except (RedisError, OSError) as exc:
                 logger.warning("a key was revoked but Redis is unreachable ({}); cached keys wait for it", exc)

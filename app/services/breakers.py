@@ -17,6 +17,7 @@ from sqlalchemy import Select, Update, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.names import Names
+from app.core.redis_batch import RedisBatch, Script
 from app.core.resources import Resources
 from app.models.setwise import per_row
 from app.models.tables import ENDPOINTS
@@ -124,6 +125,7 @@ return {state, tostring(left), calls, failures, took and 1 or 0}
 )
 # KEYS: breaker, probe. ARGV[8..10]: probe holder ('' if none), calls, failures.
 COUNT = MACHINE + "return count(KEYS[1], KEYS[2], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]))"
+CHECK_SCRIPT, COUNT_SCRIPT = Script(CHECK), Script(COUNT)
 # KEYS: (breaker, probe, in-flight set) per ask. ARGV[8]: cap; then (delivery id, operator 1/0) per ask.
 ADMIT = (
     MACHINE
@@ -181,15 +183,10 @@ class Circuit:
 class JobTypeBreakers:
     """Per job type. Only transient failures count: a client's bad input must not close a job type for everyone."""
 
-    redis: Redis
+    redis: RedisBatch  # each call shares a pipeline with the others made at the same time
     names: Names
     policy: Policy
     clock: Callable[[], float] = time.time
-
-    def __post_init__(self) -> None:
-        # Registered once: each call then sends the script's hash (EVALSHA), not its text.
-        self._check = self.redis.register_script(CHECK)
-        self._count = self.redis.register_script(COUNT)
 
     @property
     def cooldown_seconds(self) -> float:
@@ -202,7 +199,10 @@ class JobTypeBreakers:
         """The breaker's state; with `take_probe`, a half-open breaker lets exactly one caller through."""
         args = [*self.policy.args(self.clock()), "1" if take_probe else "0"]
         try:
-            state, left, calls, failures, probe = await self._check(self._keys(job_type), args)
+            # A look without a probe changes nothing a caller sees: callers asking together share one answer.
+            share = None if take_probe else ("job-breaker", job_type)
+            answer = await self.redis.run_script(CHECK_SCRIPT, self._keys(job_type), args, share)
+            state, left, calls, failures, probe = answer
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, job-type breakers are open to all: {}", exc)
             return Circuit(job_type, BreakerState.CLOSED, 0.0, 0, 0)
@@ -216,7 +216,7 @@ class JobTypeBreakers:
         """Count several outcomes at once; returns the state after them."""
         args = [*self.policy.args(self.clock()), JOB_PROBE if probe else "", calls, failures]
         try:
-            state = _text(await self._count(self._keys(job_type), args))
+            state = _text(await self.redis.run_script(COUNT_SCRIPT, self._keys(job_type), args))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, job-type breaker not updated: {}", exc)
             return None
@@ -228,7 +228,7 @@ class JobTypeBreakers:
     async def release_probe(self, job_type: str) -> None:
         """Give the half-open probe back unused (the message was not one to run)."""
         try:
-            await self.redis.delete(self.names.job_probe_key(job_type))
+            await self.redis.call("DEL", self.names.job_probe_key(job_type))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, breaker probe not released: {}", exc)
 
@@ -243,7 +243,7 @@ def job_type_breakers(resources: Resources) -> JobTypeBreakers:
         cooldown_seconds=settings.breaker_cooldown_seconds,
         probe_seconds=settings.job_timeout_seconds + settings.lock_ttl_seconds,
     )
-    return JobTypeBreakers(resources.redis, resources.names, policy)
+    return JobTypeBreakers(resources.redis_batch, resources.names, policy)
 
 
 TRUST_CLOSED_SECONDS = 0.25  # a worker acts on a closed breaker this long before asking again

@@ -6,10 +6,10 @@ import uuid
 from dataclasses import dataclass
 
 from loguru import logger
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from app.core.names import Names
+from app.core.redis_batch import RedisBatch, Script
 
 WINDOW_SECONDS = 60.0
 
@@ -34,6 +34,7 @@ local nth = redis.call('zrange', KEYS[1], leave - 1, leave - 1, 'WITHSCORES')
 if nth[2] then reset = tonumber(nth[2]) + window - now end
 return {allowed, count, tostring(reset)}
 """
+SLIDE_SCRIPT = Script(SLIDE)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Decision:
 
 @dataclass
 class RateLimiter:
-    redis: Redis
+    redis: RedisBatch
     names: Names
     per_minute: int
     _warned_at: float = 0.0
@@ -66,16 +67,9 @@ class RateLimiter:
     async def check(self, client_id: str, jobs: int = 1) -> Decision | None:
         """Count this request's jobs against the client's window, all or none; None when Redis is down (fail open)."""
         try:
-            allowed, count, reset = await self.redis.eval(
-                SLIDE,
-                1,
-                self.names.rate_limit_key(client_id),
-                time.time(),
-                WINDOW_SECONDS,
-                self.per_minute,
-                uuid.uuid4().hex,
-                jobs,
-            )
+            key = self.names.rate_limit_key(client_id)
+            args = [time.time(), WINDOW_SECONDS, self.per_minute, uuid.uuid4().hex, jobs]
+            allowed, count, reset = await self.redis.run_script(SLIDE_SCRIPT, [key], args)
         except (RedisError, OSError) as exc:
             if time.monotonic() - self._warned_at > 10:  # one warning per 10 s, not one per request
                 self._warned_at = time.monotonic()
