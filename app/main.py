@@ -74,9 +74,9 @@ async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         hub = Hub(settings.live_buffer_events)
         feed = EventFeed(runtime.resources.broker, runtime.resources.names, hub)
         inbox = ReplyInbox(runtime.resources.broker)
-        runtime.add(Hooks("live_feed", partial(feed.start, wait=5), feed.stop))
+        runtime.add(Hooks("live_feed", feed.start, feed.stop))
         runtime.add(Hooks("reply_inbox", inbox.start, inbox.close))
-        state = api_state(runtime.resources, runtime.outbox, hub, inbox, runtime.held)
+        state = api_state(runtime.resources, runtime.outbox, feed, inbox, runtime.held)
         runtime.add(Hooks("job_service", nothing, state.jobs.close))
         embedded = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
         add_gauges(runtime, embedded)
@@ -89,7 +89,7 @@ async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         yield
 
 
-def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox, held: set[str]) -> ApiState:
+def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: ReplyInbox, held: set[str]) -> ApiState:
     """The services the routes reach; a worker this process does not run reads as disabled in /ready."""
     settings, names = resources.settings, resources.names
     box = SecretBox(settings.secret_encryption_key)
@@ -110,7 +110,7 @@ def api_state(resources: Resources, outbox: Outbox, hub: Hub, inbox: ReplyInbox,
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
-        live=LiveStreams(resources.engine, names, hub),
+        live=LiveStreams(resources.engine, names, feed.hub, feed),
         replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
         held=held,

@@ -11,9 +11,10 @@ import httpx
 import pytest
 import uvicorn
 
+from app.core.broker import Outgoing
 from app.core.config import Settings
-from app.core.messages import event_id
-from app.services.live import Hub, LiveEvent
+from app.core.messages import dumps, event_id
+from app.services.live import EventFeed, Hub, LiveEvent
 from app.services.streams import EventFilter, LiveStreams
 from app.services.tenancy import Principal
 from app.workers.job_worker import JobWorker
@@ -303,3 +304,38 @@ async def test_an_event_both_replayed_and_live_goes_out_once(api: Api, worker: J
     rest = [await asyncio.wait_for(anext(events), WITHIN) for _ in range(2)]
     assert [(e.seq, e.type) for e in (first, *rest)] == [(2, "job.running"), (3, "job.succeeded"), (4, "job.queued")]
     await events.aclose()
+
+
+async def test_the_feed_binds_its_queue_only_while_streams_want_it(api: Api) -> None:
+    """A process no stream watches receives no job event: the queue is bound when a stream opens and goes once
+    none has been open for the linger time; the next stream binds a new one."""
+    resources = api.app.state.runtime.resources
+    broker, names = resources.broker, resources.names
+    feed = EventFeed(broker, names, Hub(size=16), linger=0.4)
+    await feed.start()
+    try:
+        assert not feed.ready.is_set() and feed.queue_name is None
+        assert await feed.wanted(WITHIN)
+        first = feed.queue_name
+        assert first is not None and await broker.queue_depth(first) == 0
+        with feed.hub.subscribed(lambda e: e.job_id == "feed-job") as subscription:
+            body = {
+                "id": "evt_feed_1",
+                "type": "job.queued",
+                "seq": 1,
+                "data": {"job": {"id": "feed-job", "job_type": "echo", "client_id": "feed"}},
+            }
+            key = names.event_key("echo", "queued")
+            await broker.publish(Outgoing(names.events_exchange, key, dumps(body), mandatory=False))
+            arrived = await asyncio.wait_for(subscription.next(), WITHIN)
+            assert arrived is not None and arrived.id == "evt_feed_1"
+
+        async def gone() -> bool:
+            return feed.queue_name is None and await broker.queue_depth(first) is None
+
+        await wait_for(gone, within=WITHIN, interval=0.1)
+        assert not feed.ready.is_set()
+        assert await feed.wanted(WITHIN)
+        assert feed.queue_name not in (None, first)
+    finally:
+        await feed.stop()

@@ -1,7 +1,9 @@
-"""Live job events for the SSE streams: one broker queue per API process (the feed), fanned out in memory to
-every open stream (the hub), each through a bounded buffer."""
+"""Live job events for the SSE streams: one broker queue per API process (the feed), bound while streams are
+open and fanned out in memory to every open stream (the hub), each through a bounded buffer."""
 
 import asyncio
+import math
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -40,6 +42,7 @@ class LiveEvent:
 
 
 Wanted = Callable[[LiveEvent], bool]
+LINGER_SECONDS = 30.0  # the feed's queue stays bound this long after the last stream closed
 
 
 class Subscription:
@@ -83,16 +86,19 @@ class Hub:
     def __init__(self, size: int) -> None:
         self.size = size
         self._subscriptions: set[Subscription] = set()
+        self.changed_at = -math.inf  # when a stream last opened or closed (monotonic)
 
     @contextmanager
     def subscribed(self, wanted: Wanted) -> Iterator[Subscription]:
         """A subscription for the block; events that arrive from now on wait in it."""
         subscription = Subscription(wanted, self.size)
         self._subscriptions.add(subscription)
+        self.changed_at = time.monotonic()
         try:
             yield subscription
         finally:
             self._subscriptions.discard(subscription)
+            self.changed_at = time.monotonic()
             subscription.close()
 
     def publish(self, event: LiveEvent) -> None:
@@ -113,23 +119,37 @@ class Hub:
 
 
 class EventFeed:
-    """This process's one exclusive, auto-delete queue bound to every job event, feeding the hub. It lives on a
-    robust channel, so aio-pika declares and binds it again after a reconnect."""
+    """This process's one exclusive, auto-delete queue bound to every job event, feeding the hub, while streams
+    are open. With none open for `linger` seconds the queue goes, so a process no one watches receives no job
+    event at all; the next stream binds it again before it answers (`wanted`). It lives on a robust channel, so
+    aio-pika declares and binds it again after a reconnect."""
 
-    def __init__(self, broker: Broker, names: Names, hub: Hub) -> None:
+    def __init__(self, broker: Broker, names: Names, hub: Hub, linger: float = LINGER_SECONDS) -> None:
         self._broker = broker
         self._names = names
-        self._hub = hub
+        self.hub = hub
+        self.linger = linger
         self._channel: AbstractChannel | None = None
+        self.queue_name: str | None = None  # while bound
         self._task: asyncio.Task[None] | None = None
-        self.ready = asyncio.Event()
+        self._watch: asyncio.Task[None] | None = None
+        self._hooked: Any = None  # the connection whose reconnects end the streams
+        self._wanted_at = -math.inf
+        self.ready = asyncio.Event()  # the queue is bound and consumed
 
-    async def start(self, wait: float = 0) -> None:
-        """Start consuming once the broker is up; wait up to `wait` seconds for that."""
-        self._task = asyncio.create_task(self._consume_when_up(), name="live-event-feed")
-        if wait > 0:
-            with suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self.ready.wait()), wait)
+    async def start(self) -> None:
+        """Watch for idleness; the queue is bound when the first stream asks for it."""
+        self._watch = asyncio.create_task(self._unbind_when_idle(), name="live-event-feed-idle")
+
+    async def wanted(self, within: float) -> bool:
+        """A stream opens: bind the queue if it is not, and wait up to `within` seconds for it. False when the
+        broker is not reachable within that time (the stream then gets no live event until it is)."""
+        self._wanted_at = time.monotonic()
+        if not self.ready.is_set() and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._consume_when_up(), name="live-event-feed")
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.ready.wait()), within)
+        return self.ready.is_set()
 
     async def _consume_when_up(self) -> None:
         await consume_when_up(self._broker, self._consume, "live event feed")
@@ -137,13 +157,14 @@ class EventFeed:
     async def _consume(self) -> None:
         connection = self._broker.connection
         channel = await connection.channel()
-        queue = await channel.declare_queue(
-            self._names.live_queue(uuid.uuid4().hex[:12]), exclusive=True, auto_delete=True
-        )
+        name = self._names.live_queue(uuid.uuid4().hex[:12])
+        queue = await channel.declare_queue(name, exclusive=True, auto_delete=True)
         await queue.bind(self._names.events_exchange, self._names.all_events_key)
         await queue.consume(self._on_message, no_ack=True)
-        connection.reconnect_callbacks.add(self._on_reconnect)
-        self._channel = channel
+        if self._hooked is not connection:
+            connection.reconnect_callbacks.add(self._on_reconnect)
+            self._hooked = connection
+        self._channel, self.queue_name = channel, name
         self.ready.set()
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
@@ -152,20 +173,38 @@ class EventFeed:
         except (KeyError, TypeError, ValueError):
             logger.warning("live event feed: not a job event on {}, dropped", message.routing_key)
             return
-        self._hub.publish(event)
+        self.hub.publish(event)
 
     def _on_reconnect(self, _connection: Any) -> None:
         # Events published while the connection was down never reached the queue: end every stream so its
         # client reconnects with Last-Event-ID and gets them from the audit trail.
-        logger.info("live event feed reconnected; closing {} streams so they replay what they missed", len(self._hub))
-        self._hub.close_all()
+        logger.info("live event feed reconnected; closing {} streams so they replay what they missed", len(self.hub))
+        self.hub.close_all()
+
+    def idle(self) -> bool:
+        """No stream open, and none opened or closed for `linger` seconds."""
+        quiet_since = max(self._wanted_at, self.hub.changed_at)
+        return not len(self.hub) and time.monotonic() - quiet_since >= self.linger
+
+    async def _unbind_when_idle(self) -> None:
+        while True:
+            await asyncio.sleep(self.linger / 4)
+            if self.ready.is_set() and self.idle():
+                logger.debug("live event feed: no stream for {} s; unbinding its queue", self.linger)
+                await self._unbind()
+
+    async def _unbind(self) -> None:
+        self.ready.clear()
+        channel, self._channel, self.queue_name = self._channel, None, None
+        if channel is not None and not channel.is_closed:
+            with suppress(aio_pika.exceptions.AMQPError, OSError, RuntimeError):
+                await channel.close()  # the exclusive, auto-delete queue goes with its consumer
 
     async def stop(self) -> None:
         """Stop consuming and end every stream."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self._channel is not None and not self._channel.is_closed:
-            with suppress(aio_pika.exceptions.AMQPError, OSError, RuntimeError):
-                await self._channel.close()
-        self._hub.close_all()
+        for task in (self._watch, self._task):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        await self._unbind()
+        self.hub.close_all()

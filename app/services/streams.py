@@ -12,12 +12,13 @@ from app.core.statuses import TERMINAL, JobStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.services.event_trail import EventRef, as_event, events_after, job_events_after, parse_event_id
-from app.services.live import Hub, LiveEvent, Subscription
+from app.services.live import EventFeed, Hub, LiveEvent, Subscription
 from app.services.tenancy import Principal, sees, visible_to
 
 EVENT_TYPES = frozenset(f"job.{status}" for status in JobStatus)
 TERMINAL_TYPES = frozenset(f"job.{status}" for status in TERMINAL)
 SEEN_JOBS = 10_000  # jobs whose last seq an events stream remembers, to drop a re-published event
+FEED_WAIT_SECONDS = 5.0  # how long a stream that opens waits for the feed's queue to be bound
 
 
 class UnknownEventType(ValueError):
@@ -67,6 +68,13 @@ class LiveStreams:
     engine: AsyncEngine
     names: Names
     hub: Hub
+    feed: EventFeed | None = None  # None: events reach the hub some other way (tests publish to it)
+
+    async def opening(self) -> None:
+        """Before a stream answers: the feed's queue is bound, so an event published once the client has the
+        answer reaches the stream. While the broker is unreachable the stream opens anyway, for its history."""
+        if self.feed is not None:
+            await self.feed.wanted(FEED_WAIT_SECONDS)
 
     async def visible_job(self, principal: Principal, job_id: str) -> JobRow | None:
         """The job, if the caller may see it."""

@@ -52,6 +52,7 @@ async def job_stream(
     """One job's status, live."""
     if await state.live.visible_job(principal, job_id) is None:
         raise not_found("job")
+    await state.live.opening()
     return _stream(state, state.live.job(principal, job_id, last_event_id))
 
 
@@ -78,4 +79,5 @@ async def events_stream(
         wanted = EventFilter.parse(job_type, types)
     except UnknownEventType as exc:
         raise ApiError(422, "unknown_event_type", f"Not a job event type: {exc}.") from exc
+    await state.live.opening()
     return _stream(state, state.live.events(principal, wanted, last_event_id))
