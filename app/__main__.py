@@ -15,6 +15,7 @@ from loguru import logger
 
 from app.core.config import Settings, get_settings
 from app.core.logging import configure_logging
+from app.core.parent import remember_parent
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -186,6 +187,7 @@ def serve(settings: Settings, processes: int = 1) -> int:
     chosen = os.environ.get(MULTIPROC_DIR)
     folder = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="taskq-metrics-"))
     _share_metric_values(folder)
+    remember_parent()
     target = "app.main:app_from_environment"
     try:
         uvicorn.run(target, factory=True, workers=processes, host=host, port=port, log_config=None, access_log=False)

@@ -30,6 +30,7 @@ from app.core import metrics
 from app.core.config import Settings, get_settings
 from app.core.failpoints import Failpoints
 from app.core.logging import configure_logging
+from app.core.parent import stay_with_parent
 from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
@@ -125,7 +126,8 @@ def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorke
 
 def app_from_environment() -> FastAPI:
     """The app of one of several API processes (`python -m app api --processes N`): settings and logging from
-    the environment, as the parent read them."""
+    the environment, as the parent read them. It ends when the parent does, even one killed with SIGKILL."""
+    stay_with_parent()
     settings = get_settings()
     configure_logging(settings)
     return create_app(settings)

@@ -75,12 +75,43 @@ async def test_two_api_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Pa
         assert await asyncio.to_thread(parent.terminate, 30) == 0, parent.output()
 
 
+async def test_api_processes_end_with_a_killed_parent(tmp_path: Path) -> None:
+    """A SIGKILLed parent leaves no API process behind holding the port (the kernel sends each SIGTERM)."""
+    port = free_port()
+    env = settings_env(make_settings(port=port))
+    with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as parent:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            await until_serving(client)
+            await wait_for(lambda: _serving_children(parent.popen.pid, 2), within=30)
+            children = _spawned(parent.popen.pid)
+            parent.kill()  # the parent alone: its children are not signalled by anyone but the kernel
+
+            async def all_gone() -> bool:
+                return not any(_running(child) for child in children)
+
+            await wait_for(all_gone, within=30, interval=0.2)
+            with pytest.raises(httpx.ConnectError):
+                await client.get("/health")
+
+
+def _running(pid: str) -> bool:
+    """Whether the process exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 async def _serving_children(pid: int, count: int) -> bool:
     return await asyncio.to_thread(_has_children, pid, count)
 
 
 def _has_children(pid: int, count: int) -> bool:
     """Whether `pid` has `count` uvicorn worker processes (multiprocessing children running our app)."""
+    return len(_spawned(pid)) >= count
+
+
+def _spawned(pid: int) -> list[str]:
+    """The pids of `pid`'s multiprocessing children (uvicorn's worker processes)."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    spawned = [c for c in children if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
-    return len(spawned) >= count
+    return [c for c in children if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]

@@ -6,8 +6,6 @@ died on its own, and exits when all have stopped. On Linux a child also dies wit
 included), so killing the parent never leaves orphans consuming.
 """
 
-import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -18,19 +16,14 @@ from types import FrameType
 from loguru import logger
 
 from app.core.config import get_settings
+from app.core.parent import die_with_parent
 
-PR_SET_PDEATHSIG = 1
 RESTART_PAUSE = 1.0
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):  # no prctl: children outlive a SIGKILLed parent
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _spawn(kind: str, index: int) -> "subprocess.Popen[bytes]":
     """Child `index` serves its metrics on METRICS_PORT + index: one port each."""
-    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    preexec = die_with_parent if sys.platform.startswith("linux") else None
     port = get_settings().metrics_port
     env = {**os.environ, "METRICS_PORT": str(port + index if port else 0)}
     return subprocess.Popen([sys.executable, "-m", "app", "worker", kind], preexec_fn=preexec, env=env)
