@@ -1,8 +1,10 @@
 """`--processes N`: N worker (or API) processes under one parent, stopped together."""
 
 import asyncio
+import contextlib
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -10,7 +12,7 @@ import pytest
 
 from app.core.names import Lane
 from tests.conftest import make_settings, settings_env
-from tests.support import ROOT, Api, BrokerProbe, app_process, free_port, until_serving, until_status, wait_for
+from tests.support import ROOT, Api, BrokerProbe, Process, app_process, free_port, until_serving, until_status, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -64,34 +66,36 @@ def test_several_processes_on_sqlite_are_refused_with_a_sentence(sqlite_url: str
     assert (done.returncode, "SQLite serves one process" in done.stderr) == (2, True)
 
 
-async def test_two_api_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def two_api_processes(tmp_path: Path) -> AsyncIterator[tuple[Process, httpx.AsyncClient]]:
+    """`api --processes 2` serving, both children up, and a client of its port."""
     port = free_port()
     env = settings_env(make_settings(port=port))
     with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as parent:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
             await until_serving(client)
             await wait_for(lambda: _serving_children(parent.popen.pid, 2), within=30)
-            assert (await client.get("/health")).json() == {"status": "ok"}
+            yield parent, client
+
+
+async def test_two_api_processes_serve_one_port_and_stop_on_sigterm(tmp_path: Path) -> None:
+    async with two_api_processes(tmp_path) as (parent, client):
+        assert (await client.get("/health")).json() == {"status": "ok"}
         assert await asyncio.to_thread(parent.terminate, 30) == 0, parent.output()
 
 
 async def test_api_processes_end_with_a_killed_parent(tmp_path: Path) -> None:
     """A SIGKILLed parent leaves no API process behind holding the port (the kernel sends each SIGTERM)."""
-    port = free_port()
-    env = settings_env(make_settings(port=port))
-    with app_process(["api", "--processes", "2"], env, tmp_path / "api.log") as parent:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
-            await until_serving(client)
-            await wait_for(lambda: _serving_children(parent.popen.pid, 2), within=30)
-            children = _spawned(parent.popen.pid)
-            parent.kill()  # the parent alone: its children are not signalled by anyone but the kernel
+    async with two_api_processes(tmp_path) as (parent, client):
+        children = _spawned(parent.popen.pid)
+        parent.kill()  # the parent alone: its children are not signalled by anyone but the kernel
 
-            async def all_gone() -> bool:
-                return not any(_running(child) for child in children)
+        async def all_gone() -> bool:
+            return not any(_running(child) for child in children)
 
-            await wait_for(all_gone, within=30, interval=0.2)
-            with pytest.raises(httpx.ConnectError):
-                await client.get("/health")
+        await wait_for(all_gone, within=30, interval=0.2)
+        with pytest.raises(httpx.ConnectError):
+            await client.get("/health")
 
 
 def _running(pid: str) -> bool:
