@@ -37,6 +37,7 @@ async def test_two_processes_consume_together_and_stop_together_on_sigterm(
     await wait_for(lambda: consumers_are(broker, 0), within=15)
 
 
+@pytest.mark.usefixtures("api")  # its start-up declares the lanes whose consumers this test counts
 async def test_children_die_with_a_killed_parent(broker: BrokerProbe, tmp_path: Path) -> None:
     env = settings_env(make_settings(**LANES))
     with app_process(["worker", "jobs", "--processes", "2"], env, tmp_path / "w.log") as parent:
