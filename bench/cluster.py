@@ -15,13 +15,14 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.env import free_port
 
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # the real scripts; /usr/sbin's wrappers switch user and drop the env
 NODE_LETTERS = ("a", "b", "c")
@@ -254,16 +255,7 @@ def _wait_gone(node: Node, seconds: float = 30) -> None:
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    return [free_port() for _ in range(count)]
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

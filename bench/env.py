@@ -7,6 +7,7 @@ exchanges (the service's topology and the bench's own), and the namespace's Redi
 
 import asyncio
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -43,11 +44,27 @@ RAW_PUBLISH_QUEUE = "bench.raw-publish"
 BASELINE_TABLE = "bench_baseline_jobs"
 
 
+# Ports for the processes a run starts, below Linux's ephemeral range (32768-60999 by default), so no outgoing
+# connection can take one while its process restarts: a SIGKILLed API or a restarted PostgreSQL binds it again.
+LISTEN_PORTS = range(20000, 32768)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A loopback port nothing listens on now, outside the ephemeral range, not handed out before by this run."""
+    draw = random.Random()
+    for _ in range(1000):
+        port = draw.choice(LISTEN_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError(f"no free port in {LISTEN_PORTS.start}-{LISTEN_PORTS.stop - 1} on 127.0.0.1")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMe
 from fastapi import FastAPI
 
 from app.core.topology import Topology
+from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -201,15 +202,6 @@ def app_process(args: list[str], env: dict[str, str], log: Path, module: str = "
             popen.wait(10)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(popen.pid, signal.SIGKILL)  # children that outlived it
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def env_without_dotenv(env: dict[str, str]) -> dict[str, str]:
