@@ -9,7 +9,6 @@ Erlang node on a host shares.
 """
 
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -20,15 +19,16 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from app.core import parent
 from bench.env import free_port
 
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # the real scripts; /usr/sbin's wrappers switch user and drop the env
 NODE_LETTERS = ("a", "b", "c")
 START_SECONDS = 90
 CLI_PORTS = [5681, 25681, 5682, 25682, 5683, 25683]  # AMQP and distribution port of each node, in turn
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Node:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if die_with_parent else None,
+            preexec_fn=partial(parent.die_with_parent, signal.SIGTERM) if die_with_parent else None,
         )
         log.close()
         deadline = time.monotonic() + START_SECONDS
@@ -256,11 +256,6 @@ def _wait_gone(node: Node, seconds: float = 30) -> None:
 
 def free_ports(count: int) -> list[int]:
     return [free_port() for _ in range(count)]
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,6 @@ on Linux each child also gets SIGKILL if the bench itself dies (PR_SET_PDEATHSIG
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -20,14 +19,8 @@ from typing import Any
 
 import httpx
 
+from app.core.parent import die_with_parent
 from bench.env import ROOT
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def rss_mib(pid: int) -> float | None:
@@ -218,7 +211,7 @@ class Procs:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None,
             )
         proc = Proc(name, popen, log)
         self.started.append(proc)
