@@ -15,7 +15,7 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
 
 from app.core.broker import Broker, consume_when_up
-from app.core.messages import loads
+from app.core.messages import events_of, loads
 from app.core.names import Names
 
 
@@ -169,11 +169,12 @@ class EventFeed:
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         try:
-            event = LiveEvent.of(message.body)
+            events = [LiveEvent.of(body) for body in events_of(message.body)]  # one, or a bundle's
         except (KeyError, TypeError, ValueError):
             logger.warning("live event feed: not a job event on {}, dropped", message.routing_key)
             return
-        self.hub.publish(event)
+        for event in events:
+            self.hub.publish(event)
 
     def _on_reconnect(self, _connection: Any) -> None:
         # Events published while the connection was down never reached the queue: end every stream so its

@@ -11,9 +11,10 @@ from loguru import logger
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.broker import Broker, Outgoing
+from app.core.broker import Broker, Outgoing, PublishError
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
+from app.core.messages import BUNDLE_MAX, bundle
 from app.models import pg_batch
 from app.models.tables import OUTBOX
 from app.models.types import utcnow
@@ -134,13 +135,33 @@ class Outbox:
         the others). Job messages' rows are forgotten at once (their jobs become queued), events' in bulk."""
         if not staged:
             return []
-        errors = await self._broker.publish_many([p.message for p in staged])
+        messages, carried = self._bundled([p.message for p in staged])
+        outcomes = await self._broker.publish_many(messages)
+        errors: list[PublishError | None] = [None] * len(staged)
+        for error, rows in zip(outcomes, carried, strict=True):
+            for row in rows:
+                errors[row] = error
         sent = [p for p, error in zip(staged, errors, strict=True) if error is None]
         jobs = [p for p in sent if p.job_id is not None]
         self._sent.extend(p for p in sent if p.job_id is None)
         if jobs:
             self._track(self._forget_jobs(jobs))
         return [error is None for error in errors]
+
+    def _bundled(self, messages: list[Outgoing]) -> tuple[list[Outgoing], list[list[int]]]:
+        """Publish/subscribe events sharing a routing key go out as bundles of up to BUNDLE_MAX (one publish and
+        one confirm for all of them); every other message alone. With each message, the rows it carries."""
+        alone: list[int] = []
+        groups: dict[tuple[str, str], list[int]] = {}
+        for index, message in enumerate(messages):
+            if message.exchange in self._pubsub:
+                groups.setdefault((message.exchange, message.routing_key), []).append(index)
+            else:
+                alone.append(index)
+        carried = [[index] for index in alone]
+        for rows in groups.values():
+            carried += [rows[start : start + BUNDLE_MAX] for start in range(0, len(rows), BUNDLE_MAX)]
+        return [bundle([messages[row] for row in rows]) for rows in carried], carried
 
     def _track(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

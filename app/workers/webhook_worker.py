@@ -15,7 +15,7 @@ from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
 from app.core.logging import worker_request_id
-from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER
+from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
@@ -102,16 +102,22 @@ class WebhookWorker:
         await self.http.aclose()
 
     async def _fan_out(self, message: AbstractIncomingMessage) -> None:
+        """Fan out the event the message holds, or every event of a bundle (each batched with whatever else
+        arrives), then ack: a redelivered bundle fans out again, and makes no second delivery (rule 10)."""
         try:
-            event = parse_event(message.body)
+            events = [(parse_event(body), body) for body in events_of(message.body)]
         except ValueError:
             logger.error("malformed event {}; rejecting it", message.message_id)
             await message.reject(requeue=False)
             return
-        if event["type"] not in SUBSCRIBABLE_EVENTS:
-            await message.ack()  # queued, running: no endpoint can ask for them, so no database work
-            return
-        await self.batches.fan_out((event, message.body, _header(message, REQUEST_ID_HEADER)))
+        alone = len(events) == 1  # a bundle's events carry their request ids in their jobs, not in a header
+        wanted = [
+            (event, body, _header(message, REQUEST_ID_HEADER) if alone else _request_id(event))
+            for event, body in events
+            if event["type"] in SUBSCRIBABLE_EVENTS  # queued, running: no endpoint can ask for them
+        ]
+        if wanted:
+            await asyncio.gather(*(self.batches.fan_out(item) for item in wanted))
         await message.ack()
 
     async def _deliver(self, message: AbstractIncomingMessage) -> None:
@@ -222,6 +228,12 @@ def _outcome(plan: Retry | DeadLetter | None) -> str:
     if plan is None:
         return metrics.SUCCEEDED
     return metrics.RETRYING if isinstance(plan, Retry) else metrics.FAILED
+
+
+def _request_id(event: dict[str, Any]) -> str | None:
+    job = (event.get("data") or {}).get("job") or {}
+    value = job.get("request_id") if isinstance(job, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _header(message: AbstractIncomingMessage, name: str) -> str | None:
