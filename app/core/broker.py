@@ -12,6 +12,7 @@ from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from loguru import logger
 
 from app.core.failover import FailoverConnection, node_urls
+from app.core.publish_batch import Frames, publish_together
 from app.core.topology import Topology, TopologyMismatch, declare
 
 PERSISTENT = int(aio_pika.DeliveryMode.PERSISTENT)
@@ -169,7 +170,28 @@ class Broker:
             return self._plain
 
     async def publish_many(self, messages: list[Outgoing]) -> list[PublishError | None]:
-        """Publish concurrently (a confirm costs a round trip); one result per message, None when confirmed."""
+        """Publish with the confirms awaited together, the frames of every message written at once; one result per
+        message, None when confirmed."""
+        if len(messages) < 2 or any(m.reply_to == DIRECT_REPLY_TO for m in messages):
+            return await self._publish_each(messages)
+        if not self.is_up or self._channel is None:
+            return [PublishError("RabbitMQ is not connected")] * len(messages)
+        frames = [Frames(m.body, m.exchange, m.routing_key, _properties(m), m.mandatory) for m in messages]
+        try:
+            channel = await self._channel.get_underlay_channel()
+            outcomes = await publish_together(channel, frames, self._timeout)
+        except TimeoutError:
+            return [PublishError(f"no confirm within {self._timeout}s")] * len(messages)
+        except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+            return [PublishError(f"{type(exc).__name__}: {exc}")] * len(messages)
+        return [None if outcome is None else self._failed(outcome) for outcome in outcomes]
+
+    def _failed(self, outcome: BaseException) -> PublishError:
+        if isinstance(outcome, TimeoutError):
+            return PublishError(f"no confirm within {self._timeout}s")
+        return PublishError(f"{type(outcome).__name__}: {outcome}")
+
+    async def _publish_each(self, messages: list[Outgoing]) -> list[PublishError | None]:
         results = await asyncio.gather(*(self.publish(m) for m in messages), return_exceptions=True)
         out: list[PublishError | None] = []
         for result in results:
