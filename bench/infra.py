@@ -59,6 +59,11 @@ class Db:
         rows = await (self.pool.fetch(query + " AND id = ANY($1::text[])", ids) if ids else self.pool.fetch(query))
         return [float(row["ms"]) for row in rows]
 
+    async def unconfirmed(self, status: str) -> int:
+        """Outbox rows still holding a `job.<status>` event: 0 once the broker confirmed every one of them."""
+        query = "SELECT count(*) FROM outbox WHERE routing_key LIKE '%.' || $1"
+        return int(await self.pool.fetchval(query, status))
+
     async def succeeded_of(self, ids: list[str]) -> int:
         return int(
             await self.pool.fetchval(
