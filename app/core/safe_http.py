@@ -16,6 +16,7 @@ import httpcore
 import httpx
 
 from app.core import ssrf
+from app.core.net_backend import AsyncioBackend
 from app.core.ssrf import Address, Resolver, SystemResolver
 
 Policy = Callable[[Address], str | None]  # why an address is refused, or None
@@ -75,7 +76,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, dns: DnsCache, policy: Policy, backend: httpcore.AsyncNetworkBackend | None = None) -> None:
         self._dns = dns
         self._policy = policy
-        self._backend = httpcore.AnyIOBackend() if backend is None else backend
+        self._backend = AsyncioBackend() if backend is None else backend
 
     # The dial options (timeout, local address, socket options) go through to the real backend unchanged.
     async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
