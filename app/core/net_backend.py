@@ -73,7 +73,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             return self._writer.get_extra_info("peername")
         if info == "socket":
             return self._writer.get_extra_info("socket")
-        if info == "is_readable":  # an idle pooled connection the server closed, or sent something on
+        if info == "is_readable":  # an idle pooled connection the server closed
             return self._reader.at_eof() or self._writer.transport.is_closing()
         return None
 
