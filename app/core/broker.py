@@ -140,10 +140,8 @@ class Broker:
                 mandatory=message.mandatory,
                 timeout=self._timeout,
             )
-        except TimeoutError as exc:
-            raise PublishError(f"no confirm within {self._timeout}s") from exc
-        except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
-            raise PublishError(f"{type(exc).__name__}: {exc}") from exc
+        except (TimeoutError, aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+            raise self._failed(exc) from exc
 
     async def send(self, message: Outgoing) -> bool:
         """Publish best effort, with no confirm and no `mandatory` (a direct reply); False when it did not go out."""
@@ -180,16 +178,15 @@ class Broker:
         try:
             channel = await self._channel.get_underlay_channel()
             outcomes = await publish_together(channel, frames, self._timeout)
-        except TimeoutError:
-            return [PublishError(f"no confirm within {self._timeout}s")] * len(messages)
-        except (aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
-            return [PublishError(f"{type(exc).__name__}: {exc}")] * len(messages)
+        except (TimeoutError, aio_pika.exceptions.AMQPError, OSError, RuntimeError) as exc:
+            return [self._failed(exc)] * len(messages)
         return [None if outcome is None else self._failed(outcome) for outcome in outcomes]
 
-    def _failed(self, outcome: BaseException) -> PublishError:
-        if isinstance(outcome, TimeoutError):
+    def _failed(self, exc: BaseException) -> PublishError:
+        """What a publish that did not end in a confirm says: no answer in time, or what went wrong."""
+        if isinstance(exc, TimeoutError):
             return PublishError(f"no confirm within {self._timeout}s")
-        return PublishError(f"{type(outcome).__name__}: {outcome}")
+        return PublishError(f"{type(exc).__name__}: {exc}")
 
     async def _publish_each(self, messages: list[Outgoing]) -> list[PublishError | None]:
         results = await asyncio.gather(*(self.publish(m) for m in messages), return_exceptions=True)
