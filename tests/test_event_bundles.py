@@ -3,6 +3,7 @@ event of it as if it had come alone."""
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -55,8 +56,13 @@ async def test_the_outbox_publishes_events_of_one_key_as_bundles(db: AsyncEngine
     await listener.bind(names.events_exchange, routing_key="job.bundles.*")
     box = Outbox(db, publisher, relay_after=60, batch_size=500, pubsub=frozenset({names.events_exchange}))
     try:
-        running = [_on(names.events_exchange, "job.bundles.running", event(n)) for n in range(BUNDLE_MAX + 1)]
-        queued = _on(names.events_exchange, "job.bundles.queued", event(999, "queued", request_id="req-b"))
+        running = [
+            replace(event(n), exchange=names.events_exchange, routing_key="job.bundles.running")
+            for n in range(BUNDLE_MAX + 1)
+        ]
+        queued = replace(
+            event(999, "queued", request_id="req-b"), exchange=names.events_exchange, routing_key="job.bundles.queued"
+        )
         async with db.begin() as conn:
             staged = await outbox.add_many(conn, [*running, queued])
         assert await box.publish(staged) == [True] * len(staged)
@@ -89,7 +95,7 @@ async def test_a_live_stream_gets_every_event_of_a_bundle(api: Api) -> None:
     try:
         assert await feed.wanted(WITHIN)
         with feed.hub.subscribed(lambda e: e.client_id == "bundles") as subscription:
-            events = [_on(names.events_exchange, names.event_key("echo", "running"), event(n)) for n in range(3)]
+            events = [replace(event(n), exchange=names.events_exchange) for n in range(3)]
             await broker.publish(bundle(events))
             got = [await asyncio.wait_for(subscription.next(), WITHIN) for _ in events]
         assert [(e.id, e.job_id, e.data) for e in got if e is not None] == [
@@ -138,10 +144,6 @@ async def test_a_bundle_of_events_fans_out_to_one_delivery_each(
     for job in jobs:
         [log] = await delivered(api, headers, job["id"], "succeeded")
         assert len(log["attempts"]) == 1
-
-
-def _on(exchange: str, key: str, message: Outgoing) -> Outgoing:
-    return Outgoing(exchange, key, message.body, message.headers, message_id=message.message_id, mandatory=False)
 
 
 def _header(headers: dict[str, str], name: str) -> str | None:
