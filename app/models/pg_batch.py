@@ -1,16 +1,21 @@
-"""PostgreSQL only: the hot path's multi-row INSERTs as one statement text whatever the batch size (arrays,
+"""PostgreSQL only: the hot path's set-based statements as one statement text whatever the batch size (arrays,
 unnested), sent as driver SQL, so asyncpg prepares each once per connection and SQLAlchemy does no per-row
-work. This is DESIGN.md rule 14's one marked place for such SQL on the hot path; SQLite and MSSQL take the
-portable statements (`app/services/transitions.py`, `app/services/outbox.py`), which the tests run too.
+work. A job worker's claim batch and finish batch are each one statement with their audit rows and events
+(data-modifying CTEs), sent with no BEGIN or COMMIT: PostgreSQL runs a statement sent alone as a transaction of
+its own. This is DESIGN.md rule 14's one marked place for such SQL on the hot path; SQLite and MSSQL take the
+portable statements (`app/services/transitions.py`, `app/services/outbox.py`, `app/workers/job_store.py`),
+which the tests run too.
 """
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.messages import dumps, loads
+from app.core.messages import PUBLIC_FIELDS, dumps, loads
 
 INSERT_EVENTS = (
     "INSERT INTO job_events (job_id, event, detail, created_at) "
@@ -27,25 +32,42 @@ INSERT_OUTBOX = (
 )
 
 
-def applies(conn: AsyncConnection) -> bool:
-    """Whether this connection can take the statements here: PostgreSQL through asyncpg."""
+def applies(conn: AsyncConnection | AsyncEngine) -> bool:
+    """Whether this connection (or engine) can take the statements here: PostgreSQL through asyncpg."""
     return conn.dialect.name == "postgresql" and conn.dialect.driver == "asyncpg"
+
+
+@asynccontextmanager
+async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection with no transaction of its own (no BEGIN, no COMMIT: a round trip fewer each), for one
+    statement that is a transaction by itself, as PostgreSQL runs every statement sent alone."""
+    async with engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        yield conn
 
 
 async def insert_events(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Audit rows (job_id, event, detail, created_at), one statement."""
-    columns = (
+    await conn.exec_driver_sql(INSERT_EVENTS, _event_columns(rows))
+
+
+def _event_columns(rows: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
+    return (
         [r["job_id"] for r in rows],
         [str(r["event"]) for r in rows],
         [_json(r["detail"]) for r in rows],
         [r["created_at"] for r in rows],
     )
-    await conn.exec_driver_sql(INSERT_EVENTS, columns)
 
 
 async def insert_outbox(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> list[int]:
     """Outbox rows, one statement; their ids in the order of `rows`."""
-    columns = (
+    result = await conn.exec_driver_sql(INSERT_OUTBOX, _outbox_columns(rows))
+    return sorted(int(row[0]) for row in result)
+
+
+def _outbox_columns(rows: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
+    return (
         [r["exchange"] for r in rows],
         [r["routing_key"] for r in rows],
         [r["body"] for r in rows],
@@ -55,7 +77,20 @@ async def insert_outbox(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -
         [r["job_id"] for r in rows],
         [r["created_at"] for r in rows],
     )
-    result = await conn.exec_driver_sql(INSERT_OUTBOX, columns)
+
+
+# A batch's audit rows and outbox rows as one statement (a round trip fewer per transaction).
+INSERT_EVENTS_AND_OUTBOX = (
+    "WITH audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
+    "SELECT * FROM unnest($9::varchar[], $10::varchar[], $11::json[], $12::timestamptz[])) " + INSERT_OUTBOX
+)
+
+
+async def insert_events_and_outbox(
+    conn: AsyncConnection, trail: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
+) -> list[int]:
+    """`insert_events` and `insert_outbox` in one statement; the outbox ids in the order of `rows`."""
+    result = await conn.exec_driver_sql(INSERT_EVENTS_AND_OUTBOX, (*_outbox_columns(rows), *_event_columns(trail)))
     return sorted(int(row[0]) for row in result)
 
 
@@ -63,52 +98,74 @@ def _json(value: Any) -> str:
     return dumps(value).decode()
 
 
-# A run's outcome for many jobs: each row to its own values, behind its own seq and fencing token.
-FINISH = (
-    "UPDATE jobs SET status = $1, seq = jobs.seq + 1, updated_at = $2, lease_until = NULL, result = v.result, "
-    "error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, next_attempt_at = v.next_attempt_at "
-    "FROM unnest($3::varchar[], $4::int[], $5::int[], $6::json[], $7::json[], $8::varchar[], $9::timestamptz[], "
-    "$10::timestamptz[]) AS v(id, seq, runs, result, error, dead_reason, finished_at, next_attempt_at) "
+# Outcomes of many runs as one statement, so one transaction with no BEGIN or COMMIT sent: each row to its own
+# status and values behind its seq and fencing token (`runs`), and the audit row and event of each row that
+# moved, keyed by (id, runs) so a fenced-out run of the same job writes neither. Returns the moved (id, runs)
+# and, for each event staged, its outbox id beside its message id.
+FINISH_RECORDED = (
+    "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
+    "$8::varchar[], $9::timestamptz[], $10::timestamptz[]) "
+    "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at)), "
+    "moved AS (UPDATE jobs SET status = v.status, seq = jobs.seq + 1, updated_at = $1, lease_until = NULL, "
+    "result = v.result, error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, "
+    "next_attempt_at = v.next_attempt_at FROM v "
     "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND jobs.status = 'running' "
-    "RETURNING jobs.id"
+    "RETURNING jobs.id, jobs.runs), "
+    "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
+    "SELECT e.job_id, e.event, e.detail, $1 FROM unnest($2::varchar[], $4::int[], $11::varchar[], $12::json[]) "
+    "AS e(job_id, runs, event, detail) WHERE (e.job_id, e.runs) IN (SELECT id, runs FROM moved)), "
+    "staged AS (INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
+    "SELECT o.exchange, o.routing_key, o.body, o.headers, o.priority, o.message_id, NULL, $1 "
+    "FROM unnest($13::varchar[], $14::varchar[], $15::bytea[], $16::json[], $17::int[], $18::varchar[], "
+    "$2::varchar[], $4::int[]) WITH ORDINALITY "
+    "AS o(exchange, routing_key, body, headers, priority, message_id, owner, runs, n) "
+    "WHERE (o.owner, o.runs) IN (SELECT id, runs FROM moved) ORDER BY o.n RETURNING id, message_id) "
+    "SELECT id AS job_id, runs, NULL::varchar AS message_id, NULL::bigint AS outbox_id FROM moved "
+    "UNION ALL SELECT NULL, NULL, message_id, id FROM staged"
 )
 
 
-async def finish(conn: AsyncConnection, to: str, now: datetime, rows: Sequence[dict[str, Any]]) -> set[str]:
-    """Move running jobs to `to` (succeeded, retrying or dead_lettered), each row given with every column as it
-    is to be; the ids of those whose seq and `runs` still held."""
+async def finish_recorded(
+    conn: AsyncConnection,
+    now: datetime,
+    rows: Sequence[dict[str, Any]],
+    trail: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]],
+) -> tuple[set[tuple[str, int]], dict[str, int]]:
+    """Move running jobs to their outcomes, each row given with every column as it is to be (and the seq and
+    `runs` it was claimed with), with its audit row and its event (`trail` and `events` in the order of `rows`,
+    all stamped `now`): the (id, runs) that moved, and the outbox id of each staged event by its message id."""
     columns = (
-        to,
         now,
         [r["id"] for r in rows],
         [r["seq"] for r in rows],
         [r["runs"] for r in rows],
+        [r["status"] for r in rows],
         [_json(r["result"]) for r in rows],
         [_json(r["error"]) for r in rows],
         [r["dead_reason"] for r in rows],
         [r["finished_at"] for r in rows],
         [r["next_attempt_at"] for r in rows],
+        [str(t["event"]) for t in trail],
+        [_json(t["detail"]) for t in trail],
+        *_outbox_columns(events)[:6],  # exchange, routing key, body, headers, priority, message id
     )
-    result = await conn.exec_driver_sql(FINISH, columns)
-    return {row[0] for row in result}
+    moved: set[tuple[str, int]] = set()
+    staged: dict[str, int] = {}
+    for row in await conn.exec_driver_sql(FINISH_RECORDED, columns):
+        if row.job_id is not None:
+            moved.add((row.job_id, row.runs))
+        else:
+            staged[row.message_id] = int(row.outbox_id)
+    return moved, staged
 
 
-# Rule 3's compare-and-set for the common claim and pending -> queued (as in job_store and transitions).
-CLAIM_QUEUED = (
-    "UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, seq = seq + 1, "
-    "lease_until = $2, next_attempt_at = NULL, started_at = coalesce(started_at, $3), updated_at = $3 "
-    "WHERE id = ANY($1::varchar[]) AND status = 'queued' AND attempts < max_retries + 1 RETURNING *"
-)
+# pending -> queued for many jobs (as in transitions.cas_pending).
 QUEUE_PENDING = (
     "UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $2 "
     "WHERE id = ANY($1::varchar[]) AND status = 'pending' RETURNING *"
 )
 JSON_COLUMNS = ("payload", "result", "error")
-
-
-async def claim_queued(conn: AsyncConnection, job_ids: list[str], now: datetime, lease: datetime) -> list[Any]:
-    """The queued jobs among `job_ids` within their budget, now running: their rows after the claim."""
-    return _jobs(await conn.exec_driver_sql(CLAIM_QUEUED, (job_ids, lease, now)))
 
 
 async def queue_pending(conn: AsyncConnection, job_ids: list[str], now: datetime) -> list[Any]:
@@ -117,12 +174,7 @@ async def queue_pending(conn: AsyncConnection, job_ids: list[str], now: datetime
 
 
 def _jobs(result: Any) -> list[dict[str, Any]]:
-    rows = [dict(row._mapping) for row in result]
-    for row in rows:
-        for name in JSON_COLUMNS:
-            if isinstance(row[name], str):
-                row[name] = loads(row[name])
-    return rows
+    return [_loaded(dict(row._mapping)) for row in result]
 
 
 JOB_COLUMNS = (
@@ -221,3 +273,100 @@ async def insert_attempts(conn: AsyncConnection, rows: Sequence[dict[str, Any]])
 async def insert_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """New deliveries, one statement."""
     await conn.exec_driver_sql(INSERT_DELIVERIES, tuple([r[name] for r in rows] for name in _DELIVERY_NAMES))
+
+
+# -- a claim batch as one statement -------------------------------------------------------------------------
+# The audit rows and events of the jobs a claim moves are built here, in SQL, from the rows as moved, so the
+# whole batch is one statement (a transaction by itself: no BEGIN, no COMMIT, no second statement for the rows
+# that follow from the first). The event body is the same bytes as `messages.job_event` builds in Python
+# (compact JSON, its keys in its order, datetimes as ISO 8601 in UTC); tests/test_pg_claim.py holds the two
+# side by side.
+def _json_text(column: str, kind: str) -> str:
+    """SQL for the compact JSON text of one column of `moved`, as orjson writes its Python value."""
+    if kind == "timestamptz":
+        return _timestamp_text(column)
+    if kind == "json":
+        return f"coalesce({column}::text, 'null')"
+    if kind in ("int", "float8"):
+        return f"coalesce({column}::text, 'null')"
+    return f"coalesce(to_json({column})::text, 'null')"
+
+
+def _timestamp_text(value: str) -> str:
+    """SQL for a timestamptz as orjson writes a UTC datetime: microseconds only when there are some."""
+    return (
+        f"CASE WHEN {value} IS NULL THEN 'null' ELSE '\"' || to_char({value} AT TIME ZONE 'UTC', "
+        f"'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN to_char({value}, 'US') = '000000' THEN '' "
+        f"ELSE '.' || to_char({value}, 'US') END || '+00:00\"' END"
+    )
+
+
+_KINDS = dict(JOB_COLUMNS)
+_EVENT_ID = "'evt_' || replace(m.id, '-', '') || '_' || m.seq"
+_EVENT_BODY = (
+    "'{\"id\":' || to_json(" + _EVENT_ID + ")::text || ',\"type\":' || to_json('job.' || m.status)::text"
+    " || ',\"created_at\":' || " + _timestamp_text("m.updated_at") + " || ',\"seq\":' || m.seq"
+    ' || \',"data":{"job":{\' || '
+    + " || ',' || ".join(f"'\"{name}\":' || {_json_text('m.' + name, _KINDS[name])}" for name in PUBLIC_FIELDS)
+    + " || '}}}'"
+)
+CLAIM_RECORDED = (
+    "WITH pending AS (UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $3 "
+    "WHERE id = ANY($1::varchar[]) AND status || '' = 'pending' RETURNING *, 'pending'::varchar AS source), "
+    "claimed AS (UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, seq = seq + 1, "
+    "lease_until = $2, next_attempt_at = NULL, started_at = coalesce(started_at, $3), updated_at = $3 "
+    "WHERE id = ANY($1::varchar[]) AND status || '' = 'queued' AND attempts < max_retries + 1 "
+    "RETURNING *, 'queued'::varchar AS source), "
+    "moved AS (SELECT * FROM pending UNION ALL SELECT * FROM claimed), "
+    "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
+    "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
+    "|| ',\"attempt\":' || m.attempts || '}')::json, $3 FROM moved AS m), "
+    "staged AS (INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
+    "SELECT $4, 'job.' || m.job_type || '.' || m.status, convert_to(" + _EVENT_BODY + ", 'UTF8'), "
+    "CASE WHEN coalesce(m.request_id, '') = '' THEN '{}'::json ELSE json_build_object('x-request-id', m.request_id) "
+    "END, NULL, " + _EVENT_ID + ", NULL, $3 FROM moved AS m RETURNING id, routing_key, body, headers, message_id) "
+    "SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, s.headers AS event_headers, "
+    "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID
+)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A row moved by `claim_recorded`, from where, and the event staged for it: (outbox id, routing key, body,
+    headers, message id)."""
+
+    row: dict[str, Any]
+    source: str
+    event: tuple[int, str, bytes, dict[str, Any], str]
+
+
+async def claim_recorded(
+    conn: AsyncConnection, job_ids: list[str], now: datetime, lease: datetime, events_exchange: str
+) -> list[Recorded]:
+    """Rule 3's claim for a batch as one statement: the pending among `job_ids` queued, the queued within their
+    budget running (a job queued here is not claimed by the same statement: it saw the row as pending), each
+    with its audit row and its event staged in the outbox."""
+    moved: list[Recorded] = []
+    for record in await conn.exec_driver_sql(CLAIM_RECORDED, (job_ids, lease, now, events_exchange)):
+        row = dict(record._mapping)
+        event = (
+            int(row.pop("outbox_id")),
+            row.pop("event_key"),
+            bytes(row.pop("event_body")),
+            _parsed(row.pop("event_headers")),
+            row.pop("event_id"),
+        )
+        source = row.pop("source")
+        moved.append(Recorded(_loaded(row), source, event))
+    return moved
+
+
+def _parsed(value: Any) -> dict[str, Any]:
+    return loads(value) if isinstance(value, str) else dict(value or {})
+
+
+def _loaded(row: dict[str, Any]) -> dict[str, Any]:
+    for name in JSON_COLUMNS:
+        if isinstance(row[name], str):
+            row[name] = loads(row[name])
+    return row

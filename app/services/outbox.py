@@ -4,7 +4,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from loguru import logger
@@ -39,17 +39,7 @@ class Pending:
 
 async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = None) -> Pending:
     """Stage a message in the caller's transaction; it is published after the commit."""
-    row = {
-        "exchange": message.exchange,
-        "routing_key": message.routing_key,
-        "body": message.body,
-        "headers": message.headers,
-        "priority": message.priority,
-        "message_id": message.message_id,
-        "job_id": job_id,
-        "created_at": utcnow(),
-    }
-    result = await conn.execute(INSERT_ROW, row)
+    result = await conn.execute(INSERT_ROW, rows_of([message], [job_id], utcnow())[0])
     key = result.inserted_primary_key
     assert key is not None
     return Pending(int(key[0]), message, job_id)
@@ -61,9 +51,18 @@ async def add_many(
     """Stage several messages with one statement; `job_ids` marks job messages (their publish queues the job)."""
     if not messages:
         return []
-    now = utcnow()
     owners: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(messages)
-    rows = [
+    rows = rows_of(messages, owners, utcnow())
+    if pg_batch.applies(conn):
+        ids: Iterable[int] = await pg_batch.insert_outbox(conn, rows)
+    else:
+        ids = (await conn.execute(INSERT_MANY, rows)).scalars()
+    return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
+
+
+def rows_of(messages: list[Outgoing], job_ids: list[str | None], now: datetime) -> list[dict[str, Any]]:
+    """The outbox rows that hold `messages` (`job_ids` marks job messages), staged at `now`."""
+    return [
         {
             "exchange": m.exchange,
             "routing_key": m.routing_key,
@@ -74,13 +73,8 @@ async def add_many(
             "job_id": job_id,
             "created_at": now,
         }
-        for m, job_id in zip(messages, owners, strict=True)
+        for m, job_id in zip(messages, job_ids, strict=True)
     ]
-    if pg_batch.applies(conn):
-        ids: Iterable[int] = await pg_batch.insert_outbox(conn, rows)
-    else:
-        ids = (await conn.execute(INSERT_MANY, rows)).scalars()
-    return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
 
 
 async def drop(conn: AsyncConnection, ids: list[int]) -> None:

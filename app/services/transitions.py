@@ -8,6 +8,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy import ColumnElement, Update, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.core.broker import Outgoing
 from app.core.messages import job_event
 from app.core.names import Names
 from app.core.statuses import JobStatus, sources_of
@@ -141,7 +142,20 @@ async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list
     """The audit rows and staged events of moves already made, one statement each, whatever the moves were."""
     if not moves:
         return []
-    trail = [
+    trail, events = trail_of(moves), events_of(names, moves)
+    if pg_batch.applies(conn):  # both in one statement
+        rows = outbox.rows_of(events, [None] * len(events), utcnow())
+        ids = await pg_batch.insert_events_and_outbox(conn, trail, rows)
+        staged = [Pending(i, event) for i, event in zip(ids, events, strict=True)]
+    else:
+        await audit_many(conn, trail)
+        staged = await outbox.add_many(conn, events)
+    return list(zip([m.after for m in moves], staged, strict=True))
+
+
+def trail_of(moves: list[Move]) -> list[Row]:
+    """The audit rows (job_id, event, detail, created_at) of moves, one each."""
+    return [
         {
             "job_id": m.after["id"],
             "event": m.after["status"],
@@ -150,9 +164,11 @@ async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list
         }
         for m in moves
     ]
-    await audit_many(conn, trail)
-    staged = await outbox.add_many(conn, [job_event(names, m.after, m.after["updated_at"]) for m in moves])
-    return list(zip([m.after for m in moves], staged, strict=True))
+
+
+def events_of(names: Names, moves: list[Move]) -> list[Outgoing]:
+    """The events that follow moves, one each."""
+    return [job_event(names, m.after, m.after["updated_at"]) for m in moves]
 
 
 async def queue_pending(conn: AsyncConnection, names: Names, job_ids: list[str]) -> list[tuple[JobRow, Pending]]:

@@ -1,6 +1,7 @@
 """The job path's group commits (rule 17): claims and outcomes of many messages, each batch one transaction,
 its Redis locks taken and released in one round trip, its events published together after the commit."""
 
+import asyncio
 from dataclasses import dataclass, field
 
 from app.core import metrics
@@ -25,6 +26,7 @@ class JobBatches:
     failpoints: Failpoints = field(default_factory=Failpoints)
 
     def __post_init__(self) -> None:
+        self._releasing: set[asyncio.Task[None]] = set()
         self.claims = GroupCommit("job-claims", self._claim, self.max_batch, is_unreachable)
         self.finishes = GroupCommit("job-finishes", self._finish, self.max_batch, is_unreachable)
 
@@ -69,8 +71,15 @@ class JobBatches:
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([staged for staged in recorded if staged is not None])
-        await self.locks.release([lock for _, lock in items])
+        self._release_soon([lock for _, lock in items])
         return recorded
+
+    def _release_soon(self, locks: list[Lock]) -> None:
+        """Give the locks of finished runs back in the background: the outcome is committed, so nothing waits on
+        them but a later run of the same job (a retry, after its delay); a lock never given back expires."""
+        task = asyncio.create_task(self.locks.release(locks), name="job-lock-release")
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
     def reopen(self) -> None:
         self.claims.reopen()
@@ -79,3 +88,4 @@ class JobBatches:
     async def close(self) -> None:
         await self.claims.close()
         await self.finishes.close()
+        await asyncio.gather(*self._releasing)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.broker import Outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models import pg_batch
@@ -16,8 +17,20 @@ from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
+from app.services import outbox
 from app.services.outbox import Pending
-from app.services.transitions import Change, Move, Row, cas_many, cas_pending, move_many, planned, record
+from app.services.transitions import (
+    Change,
+    Move,
+    Row,
+    cas_many,
+    cas_pending,
+    events_of,
+    move_many,
+    planned,
+    record,
+    trail_of,
+)
 from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
@@ -97,19 +110,63 @@ class JobStore:
 
     async def claim_many(self, job_ids: list[str]) -> list[Verdict]:
         """Decide what each delivered message means for its job (rule 4); claim those that are ours to run."""
+        if pg_batch.applies(self.engine):
+            return await self._claim_at_once(job_ids)
         verdicts, _ = await self.run_batch(job_ids, [])
         return verdicts
 
+    async def _claim_at_once(self, job_ids: list[str]) -> list[Verdict]:
+        """`claim_many` on PostgreSQL: the common claim, with its audit rows and events, is one statement, a
+        transaction by itself; the jobs it did not claim are then read and judged one by one (rule 4) in a
+        transaction of their own, a job it queued keeping its queued event before what follows."""
+        now = utcnow()
+        lease = now + timedelta(seconds=self.lease_seconds)
+        async with pg_batch.autocommit(self.engine) as conn:
+            moved = await pg_batch.claim_recorded(conn, sorted(set(job_ids)), now, lease, self.names.events_exchange)
+        events: dict[str, list[Pending]] = defaultdict(list)
+        verdicts: dict[str, Verdict | Take] = {}
+        for one in moved:
+            outbox_id, key, body, headers, message_id = one.event
+            event = Outgoing(self.names.events_exchange, key, body, headers, message_id=message_id, mandatory=False)
+            events[one.row["id"]].append(Pending(outbox_id, event))
+            if one.row["status"] == S.RUNNING:
+                verdicts[one.row["id"]] = Claimed(job_row(one.row), events[one.row["id"]])
+        rest = [job_id for job_id in job_ids if job_id not in verdicts]
+        if rest:
+            async with self.engine.begin() as conn:
+                judged = await self._claim_others(conn, rest, now)
+            verdicts.update({job_id: _after(events.get(job_id, []), v) for job_id, v in judged.items()})
+        return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
+
     async def finish_many(self, outcomes: list[Outcome]) -> list[Pending | None]:
         """Record every outcome whose fencing token (`runs`) still holds; None for the rest."""
+        if pg_batch.applies(self.engine):
+            return await self._finish_at_once(outcomes)
         _, recorded = await self.run_batch([], outcomes)
         return recorded
+
+    async def _finish_at_once(self, outcomes: list[Outcome]) -> list[Pending | None]:
+        """`finish_many` on PostgreSQL: the moves, their audit rows and their events planned here and written
+        by one statement, a transaction by itself (rule 17's batch with no BEGIN or COMMIT round trip)."""
+        now = utcnow()
+        moves = [planned(Change(o.job, o.values, o.detail), o.to, now) for o in outcomes]
+        rows = [{**m.after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, m in zip(outcomes, moves, strict=True)]
+        events = events_of(self.names, moves)
+        async with pg_batch.autocommit(self.engine) as conn:
+            moved, staged = await pg_batch.finish_recorded(
+                conn, now, rows, trail_of(moves), outbox.rows_of(events, [None] * len(events), now)
+            )
+        return [
+            Pending(staged[event.message_id or ""], event) if (o.job["id"], o.job["runs"]) in moved else None
+            for o, event in zip(outcomes, events, strict=True)
+        ]
 
     async def run_batch(
         self, job_ids: list[str], outcomes: list[Outcome]
     ) -> tuple[list[Verdict], list[Pending | None]]:
         """Claims and outcomes of many messages in one transaction (rule 17), their audit rows and events
-        written together: one INSERT each for the whole batch, whatever it holds.
+        written together: one INSERT each for the whole batch, whatever it holds. The portable form (SQLite,
+        MSSQL); PostgreSQL takes `_claim_at_once` and `_finish_at_once`.
 
         The common claim, a queued (or still pending) job within its budget, is one UPDATE for the batch; the
         others are read and judged one by one. Each outcome is recorded only where its run's fencing token
@@ -130,19 +187,14 @@ class JobStore:
         queued = await cas_pending(conn, job_ids)
         lease = now + timedelta(seconds=self.lease_seconds)
         ids = sorted(set(job_ids))
-        if pg_batch.applies(conn):
-            rows = await pg_batch.claim_queued(conn, ids, now, lease)
-        else:
-            rows = [r._mapping for r in await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})]
-        return [*queued, *(Move(S.QUEUED, job_row(row), {}) for row in rows)]
+        rows = await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})
+        return [*queued, *(Move(S.QUEUED, job_row(row._mapping), {}) for row in rows)]
 
     async def _finish_moves(self, conn: AsyncConnection, outcomes: list[Outcome]) -> list[Move]:
         moves: list[Move] = []
         for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
             mine = [o for o in outcomes if o.to == to]
-            if mine and pg_batch.applies(conn):
-                moves += await _finish_on_postgresql(conn, to, mine)
-            elif mine:
+            if mine:
                 tokens = {o.job["id"]: o.job["runs"] for o in mine}
                 fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
                 moves += await cas_many(conn, to, [Change(o.job, o.values, o.detail) for o in mine], where=(fenced,))
@@ -164,8 +216,9 @@ class JobStore:
             m.after["id"]: Claimed(m.after, events[m.after["id"]]) for m in moves if m.after["status"] == S.RUNNING
         }
         rest = [job_id for job_id in job_ids if job_id not in verdicts]
-        if rest:
-            verdicts.update(await self._claim_others(conn, rest, now))
+        if rest:  # judged one by one; a job queued by this batch keeps its queued event before the rest
+            judged = await self._claim_others(conn, rest, now)
+            verdicts.update({job_id: _after(events.get(job_id, []), v) for job_id, v in judged.items()})
         return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
 
     async def _claim_others(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> dict[str, Any]:
@@ -236,18 +289,18 @@ class JobStore:
             return set(result.scalars())
 
 
-async def _finish_on_postgresql(conn: AsyncConnection, to: JobStatus, outcomes: list[Outcome]) -> list[Move]:
-    """The same compare-and-set as `cas_many` with the fencing check, as one unchanging statement."""
-    now = utcnow()
-    moves = [planned(Change(o.job, o.values, o.detail), to, now) for o in outcomes]
-    guards = [{**m.after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, m in zip(outcomes, moves, strict=True)]
-    moved = await pg_batch.finish(conn, str(to), now, guards)
-    return [m for m in moves if m.after["id"] in moved]
-
-
 async def _read(conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:
     result = await conn.execute(select(JOBS).where(JOBS.c.id.in_(sorted(set(job_ids)))))
     return {row.id: job_row(row._mapping) for row in result}
+
+
+def _after(earlier: list[Pending], verdict: Any) -> Any:
+    """A verdict whose events follow `earlier` ones of the same job, staged in the same transaction."""
+    if isinstance(verdict, Claimed):
+        return Claimed(verdict.job, [*earlier, *verdict.events])
+    if isinstance(verdict, ToDeadLetters):
+        return ToDeadLetters([*earlier, *verdict.events])
+    return verdict
 
 
 def _final(verdict: Verdict | Take) -> Verdict:
