@@ -272,6 +272,28 @@ async def test_a_record_fenced_out_by_a_newer_claim_returns_false_and_writes_not
     assert [detail["status_code"] for _, detail in await trail(engine, late.delivery["job_id"])] == [200]
 
 
+async def test_a_success_fenced_out_by_a_newer_claim_writes_no_attempt_and_no_audit_row(engine: AsyncEngine) -> None:
+    """A batch of successes at healthy endpoints is one statement on PostgreSQL: its fencing holds there too."""
+    client_id = a_client()
+    await an_endpoint(engine, client_id, new_secret())
+    first, second = await fanned(engine, [await finished(engine, client_id), await finished(engine, client_id)])
+    [late, other] = await sends(engine, [first, second])
+    async with engine.begin() as conn:  # the first one's worker stalled past the lease; another took it over
+        past = datetime.now(UTC) - timedelta(seconds=1)
+        await conn.execute(update(DELIVERIES).where(DELIVERIES.c.id == first).values(lease_until=past))
+    [newer] = await sends(engine, [first])
+    assert await store(engine).record([Recording(newer, answered(201), None)]) == [True]
+
+    recorded = await store(engine).record([Recording(late, answered(200), None), Recording(other, answered(200), None)])
+
+    assert recorded == [False, True]
+    logged = await attempts(engine, [first, second])
+    assert [(a["attempt"], a["status_code"]) for a in logged[first]] == [(1, 201)]
+    assert [(a["attempt"], a["status_code"]) for a in logged[second]] == [(1, 200)]
+    assert [detail["status_code"] for _, detail in await trail(engine, late.delivery["job_id"])] == [201]
+    assert [detail["status_code"] for _, detail in await trail(engine, other.delivery["job_id"])] == [200]
+
+
 async def test_a_response_body_with_nul_characters_is_recorded_with_them_replaced(engine: AsyncEngine) -> None:
     client_id = a_client()
     await an_endpoint(engine, client_id, new_secret())

@@ -250,9 +250,32 @@ INSERT_DELIVERIES = (
 )
 
 
-async def claim_deliveries(conn: AsyncConnection, ids: list[str], now: datetime, lease: datetime) -> list[Any]:
-    """The deliveries among `ids` that are pending, due and not leased, now leased: their rows after it."""
-    return [dict(row._mapping) for row in await conn.exec_driver_sql(CLAIM_DELIVERIES, (ids, lease, now))]
+# The claim with what signing needs, in one statement: each delivery taken, beside its endpoint's row (the
+# endpoint's columns prefixed "ep_"; none for a callback delivery or an endpoint since deleted).
+ENDPOINT_COLUMNS = ("id", "secret", "previous_secret", "previous_expires_at", "active", "deleted_at", "failing_since")
+CLAIM_DELIVERIES_WITH_ENDPOINTS = (
+    "WITH taken AS ("
+    + CLAIM_DELIVERIES
+    + ") SELECT taken.*, "
+    + ", ".join(f"e.{name} AS ep_{name}" for name in ENDPOINT_COLUMNS)
+    + " FROM taken LEFT JOIN webhook_endpoints AS e ON e.id = taken.endpoint_id"
+)
+
+
+async def claim_deliveries(
+    conn: AsyncConnection, ids: list[str], now: datetime, lease: datetime
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The deliveries among `ids` that are pending, due and not leased, now leased: their rows after it, and
+    their endpoints' rows by id."""
+    taken: list[dict[str, Any]] = []
+    endpoints: dict[str, dict[str, Any]] = {}
+    for record in await conn.exec_driver_sql(CLAIM_DELIVERIES_WITH_ENDPOINTS, (ids, lease, now)):
+        row = dict(record._mapping)
+        endpoint = {name: row.pop(f"ep_{name}") for name in ENDPOINT_COLUMNS}
+        if endpoint["id"] is not None:
+            endpoints[endpoint["id"]] = endpoint
+        taken.append(row)
+    return taken, endpoints
 
 
 async def record_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]], now: datetime) -> set[str]:
@@ -261,6 +284,43 @@ async def record_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]
     columns = tuple([r[name] for r in rows] for name in ("id", "claimed", "status", "next_at"))
     result = await conn.exec_driver_sql(RECORD_DELIVERIES, (*columns, now))
     return {row[0] for row in result}
+
+
+# A batch of attempts whose endpoints need no judging as one statement: each delivery to its new state behind
+# its fencing check, and the attempt row and audit row of each delivery that was still ours.
+RECORD_DELIVERIES_LOGGED = (
+    "WITH recorded AS (" + RECORD_DELIVERIES + "), "
+    "attempts AS (INSERT INTO delivery_attempts "
+    "(delivery_id, attempt, status_code, duration_ms, error, response_body, created_at, next_attempt_at) "
+    "SELECT a.delivery_id, a.attempt, a.status_code, a.duration_ms, a.error, a.response_body, $5, a.next_at "
+    "FROM unnest($6::varchar[], $7::int[], $8::int[], $9::float8[], $10::varchar[], $11::text[], "
+    "$12::timestamptz[]) AS a(delivery_id, attempt, status_code, duration_ms, error, response_body, next_at) "
+    "WHERE a.delivery_id IN (SELECT id FROM recorded)), "
+    "trail AS (INSERT INTO job_events (job_id, event, detail, created_at) "
+    "SELECT t.job_id, t.event, t.detail, $5 FROM unnest($13::varchar[], $14::varchar[], $15::varchar[], "
+    "$16::json[]) AS t(delivery_id, job_id, event, detail) WHERE t.delivery_id IN (SELECT id FROM recorded)) "
+    "SELECT id FROM recorded"
+)
+
+
+async def record_deliveries_logged(
+    conn: AsyncConnection,
+    changes: Sequence[dict[str, Any]],
+    attempts: Sequence[dict[str, Any]],
+    trail: Sequence[dict[str, Any]],
+    now: datetime,
+) -> set[str]:
+    """`record_deliveries`, `insert_attempts` and the audit rows (each with the `delivery_id` it belongs to) in
+    one statement, every row stamped `now`; the ids that were still ours."""
+    names = ("delivery_id", "attempt", "status_code", "duration_ms", "error", "response_body", "next_attempt_at")
+    columns = (
+        *([r[name] for r in changes] for name in ("id", "claimed", "status", "next_at")),
+        now,
+        *([r[name] for r in attempts] for name in names),
+        [t["delivery_id"] for t in trail],
+        *_event_columns(trail)[:3],  # job_id, event, detail
+    )
+    return {row[0] for row in await conn.exec_driver_sql(RECORD_DELIVERIES_LOGGED, columns)}
 
 
 async def insert_attempts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
