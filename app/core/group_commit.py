@@ -49,13 +49,17 @@ class GroupCommit(Generic[In, Out]):
 
     async def run(self, item: In) -> Out:
         """Add one operation and wait for its own outcome (its result, or the error its flush raised)."""
+        return await self.submit(item)
+
+    def submit(self, item: In) -> "asyncio.Future[Out]":
+        """Add one operation now, behind every one added before it, and return the future of its outcome."""
         if self._closed:
             raise GroupCommitClosed(f"{self.name} is closed")
         future: asyncio.Future[Out] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._drain(), name=f"group-commit-{self.name}")
-        return await future
+        return future
 
     @property
     def waiting(self) -> int:

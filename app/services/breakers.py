@@ -358,30 +358,48 @@ class EndpointBreakers:
         """May each attempt go now? Judged in order, so earlier asks count against the cap and take the probe."""
         if not asks:
             return []
-        keys = [k for ask in asks for k in self._keys(ask.key)]
-        per_ask = [v for ask in asks for v in (ask.delivery_id, "1" if ask.operator else "0")]
         try:
-            verdicts = await self._admit(keys, [*self.policy.args(self.clock()), self.max_in_flight, *per_ask])
+            verdicts = await self._admit(*self._admit_args(asks))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, endpoint breakers and caps skipped: {}", exc)
             return [Admission(Gate.SEND) for _ in asks]
-        return [Admission(Gate(_text(gate)), float(wait)) for gate, wait in verdicts]
+        return _admissions(verdicts)
 
     async def done_many(self, results: Sequence[Result]) -> set[str]:
         """Free the slots and feed the breakers in order; returns the keys whose circuit this batch opened."""
         if not results:
             return set()
-        keys = [k for result in results for k in self._keys(result.key)]
-        per_result = [v for result in results for v in (result.delivery_id, 0 if result.ok else 1)]
         try:
-            positions = await self._done(keys, [*self.policy.args(self.clock()), *per_result])
+            positions = await self._done(*self._done_args(results))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, endpoint breakers not updated: {}", exc)
             return set()
-        opened = {results[int(i) - 1].key for i in positions}
-        for key in sorted(opened):
-            logger.warning("circuit opened for {}: deliveries wait in the delay tiers", key)
-        return opened
+        return _opened(results, positions)
+
+    async def done_then_admit(self, results: Sequence[Result], asks: Sequence[Ask]) -> tuple[set[str], list[Admission]]:
+        """`done_many`, then `admit_many`, in one round trip: the asks see the slots the results freed and the
+        circuits they opened."""
+        if not results or not asks:
+            return await self.done_many(results), await self.admit_many(asks)
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                await self._done(*self._done_args(results), client=pipe)
+                await self._admit(*self._admit_args(asks), client=pipe)
+                positions, verdicts = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            logger.warning("Redis unavailable, endpoint breakers and caps skipped: {}", exc)
+            return set(), [Admission(Gate.SEND) for _ in asks]
+        return _opened(results, positions), _admissions(verdicts)
+
+    def _admit_args(self, asks: Sequence[Ask]) -> tuple[list[str], list[Any]]:
+        keys = [k for ask in asks for k in self._keys(ask.key)]
+        per_ask = [v for ask in asks for v in (ask.delivery_id, "1" if ask.operator else "0")]
+        return keys, [*self.policy.args(self.clock()), self.max_in_flight, *per_ask]
+
+    def _done_args(self, results: Sequence[Result]) -> tuple[list[str], list[Any]]:
+        keys = [k for result in results for k in self._keys(result.key)]
+        per_result = [v for result in results for v in (result.delivery_id, 0 if result.ok else 1)]
+        return keys, [*self.policy.args(self.clock()), *per_result]
 
     async def release_many(self, asks: Sequence[Ask]) -> None:
         """Free the slots (and a probe) without judging the endpoints: nothing was sent."""
@@ -392,6 +410,18 @@ class EndpointBreakers:
             await self._release(keys, [ask.delivery_id for ask in asks])
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable for endpoint slots: {}", exc)
+
+
+def _admissions(verdicts: Sequence[Any]) -> list[Admission]:
+    return [Admission(Gate(_text(gate)), float(wait)) for gate, wait in verdicts]
+
+
+def _opened(results: Sequence[Result], positions: Sequence[Any]) -> set[str]:
+    """The keys whose circuit a batch of results opened (the script's 1-based positions), each logged."""
+    opened = {results[int(i) - 1].key for i in positions}
+    for key in sorted(opened):
+        logger.warning("circuit opened for {}: deliveries wait in the delay tiers", key)
+    return opened
 
 
 LEASE_MARGIN_SECONDS = 5.0  # an attempt's lease: its timeout and this margin

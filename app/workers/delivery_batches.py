@@ -2,6 +2,7 @@
 each batch one transaction; the endpoints' breakers asked and fed with one Redis round trip per batch; the
 messages a batch stages published together, their confirms awaited together."""
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from app.workers.job_store import Drop
 from app.workers.webhook_store import Claim, Recording, Send, WebhookStore
 
 Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
+Gating = tuple[Row, bool] | Result  # an admission asked (the delivery, whether an operator sent it), or an outcome
 
 
 def breaker_key(delivery: Row) -> str:
@@ -33,9 +35,10 @@ class DeliveryBatches:
     def __post_init__(self) -> None:
         self.fanouts = GroupCommit("webhook-fanouts", self._fan_out, self.max_batch, is_unreachable)
         self.claims = GroupCommit("delivery-claims", self._claim, self.max_batch, is_unreachable)
-        self.admissions = GroupCommit("delivery-admissions", self._admit, self.max_batch)
+        # Admissions and outcomes share one batcher, so an outcome that frees a slot and the admission waiting for
+        # it go to Redis in one round trip, the outcome first.
+        self.gates = GroupCommit("endpoint-gates", self._gate, self.max_batch)
         self.releases = GroupCommit("endpoint-slot-releases", self._release, self.max_batch)
-        self.outcomes = GroupCommit("endpoint-outcomes", self._done, self.max_batch)
         self.returns = GroupCommit("delivery-lease-returns", self._give_back, self.max_batch, is_unreachable)
         self.records = GroupCommit("delivery-records", self._record, self.max_batch, is_unreachable)
 
@@ -49,7 +52,9 @@ class DeliveryBatches:
 
     async def admit(self, delivery: Row, operator: bool) -> Admission:
         """Ask the endpoint's breaker and shared cap, batched; a delivery told to wait has its lease back."""
-        return await self.admissions.run((delivery, operator))
+        admission = await self.gates.run((delivery, operator))
+        assert admission is not None
+        return admission
 
     async def give_back(self, delivery: Row) -> None:
         """Return a claimed delivery's lease unattempted (it waits in a delay tier), batched."""
@@ -59,9 +64,11 @@ class DeliveryBatches:
         """Free the delivery's shared endpoint slot (and probe) when nothing was sent after all, batched."""
         await self.releases.run(Ask(breaker_key(delivery), delivery["id"], False))
 
-    async def done(self, delivery: Row, ok: bool) -> None:
-        """Free the delivery's shared endpoint slot and feed the endpoint's breaker with its answer, batched."""
-        await self.outcomes.run(Result(breaker_key(delivery), delivery["id"], ok))
+    def done(self, delivery: Row, ok: bool) -> "asyncio.Future[Admission | None]":
+        """Free the delivery's shared endpoint slot and feed the endpoint's breaker with its answer, batched: in
+        line now, before any admission asked after this call (so its slot may be given here at once); await the
+        future for it to be done."""
+        return self.gates.submit(Result(breaker_key(delivery), delivery["id"], ok))
 
     async def record(self, recording: Recording) -> bool:
         """Log one attempt, batched; False when a newer claim owns it."""
@@ -78,18 +85,18 @@ class DeliveryBatches:
         await self.store.abandon(orphans, GONE_ENDPOINT)
         return [Drop(GONE_ENDPOINT) if isinstance(v, Send) and not v.secrets else v for v in verdicts]
 
-    async def _admit(self, asks: list[tuple[Row, bool]]) -> list[Admission]:
-        said = await self.breakers.admit_many([Ask(breaker_key(d), d["id"], operator) for d, operator in asks])
+    async def _gate(self, items: list[Gating]) -> list[Admission | None]:
+        results = [item for item in items if isinstance(item, Result)]
+        asks = [item for item in items if not isinstance(item, Result)]
+        ask = [Ask(breaker_key(d), d["id"], operator) for d, operator in asks]
+        _, said = await self.breakers.done_then_admit(results, ask)
         await self.store.release([d for (d, _), a in zip(asks, said, strict=True) if a.gate in WAIT])
-        return said
+        admitted = iter(said)
+        return [None if isinstance(item, Result) else next(admitted) for item in items]
 
     async def _release(self, asks: list[Ask]) -> list[None]:
         await self.breakers.release_many(asks)
         return [None] * len(asks)
-
-    async def _done(self, results: list[Result]) -> list[None]:
-        await self.breakers.done_many(results)
-        return [None] * len(results)
 
     async def _give_back(self, claimed: list[Row]) -> list[None]:
         await self.store.release(claimed)
@@ -111,7 +118,7 @@ class DeliveryBatches:
 
     @property
     def batchers(self) -> "tuple[GroupCommit[Any, Any], ...]":
-        return (self.fanouts, self.claims, self.admissions, self.outcomes, self.releases, self.returns, self.records)
+        return (self.fanouts, self.claims, self.gates, self.releases, self.returns, self.records)
 
 
 WAIT = (Gate.OPEN, Gate.BUSY)

@@ -161,14 +161,16 @@ class WebhookWorker:
             except BaseException:
                 await self.batches.release(delivery)
                 raise
-            await self.batches.done(delivery, attempt.ok)
+            # In line before the next admission to this endpoint, so the slot is given at once: the shared
+            # slot it frees is free by the time that admission is judged.
+            done = self.batches.done(delivery, attempt.ok)
             took = time.perf_counter() - held
         finally:
             if not operator:
                 self.slots.give(key, took)
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
-        recorded = await self.batches.record(Recording(send, attempt, plan))
+        recorded, _ = await asyncio.gather(self.batches.record(Recording(send, attempt, plan)), done)
         if not recorded:
             await message.ack()  # a newer claim owns it now
             return
