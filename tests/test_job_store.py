@@ -30,7 +30,7 @@ from app.workers.job_store import (
 )
 from app.workers.lock import Held, JobLocks
 from tests.conftest import NS, REDIS_URL
-from tests.support import make_job
+from tests.support import make_job, wait_for
 
 NOW = datetime.now(UTC)
 
@@ -147,7 +147,44 @@ async def test_a_batch_with_one_unstorable_result_fails_only_that_job(engine: As
         statuses = [(await row(engine, job_id))["status"] for job_id in ids]
         assert statuses == ["succeeded", "succeeded", "running", "succeeded"]
         assert batches.finishes.batches == 5  # the batch of four failed, then each item alone
-        assert await redis.exists(*(names.job_lock_key(job_id) for job_id in ids)) == 1  # only the failed one's
+
+        async def only_the_failed_ones_lock_is_held() -> bool:  # the others are given back in the background
+            return await redis.exists(*(names.job_lock_key(job_id) for job_id in ids)) == 1
+
+        await wait_for(only_the_failed_ones_lock_is_held)
+        assert await redis.exists(names.job_lock_key(ids[2])) == 1
+    finally:
+        await redis.delete(*(names.job_lock_key(job_id) for job_id in ids))
+        await redis.aclose()
+
+
+async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_queued_one(engine: AsyncEngine) -> None:
+    """The claim and the locks go at once: for a queued job the database's compare-and-set decides (it is the
+    truth, rule 3); a job whose lease ran out is taken over only when no live worker holds its lock."""
+    redis = Redis.from_url(REDIS_URL)
+    names = Names(NS)
+    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10)  # type: ignore[arg-type]
+    batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
+    expired = NOW - timedelta(seconds=5)
+    ids = await add(
+        engine,
+        make_job(status="queued", seq=1),
+        make_job(status="running", seq=2, attempts=1, runs=1, lease_until=expired),
+        make_job(status="running", seq=2, attempts=1, runs=1, lease_until=expired),
+    )
+    queued, held, free = ids
+    try:
+        await redis.set(names.job_lock_key(queued), "another-worker", px=20_000)
+        await redis.set(names.job_lock_key(held), "another-worker", px=20_000)
+        claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
+
+        (on_queued, queued_lock), (on_held, held_lock), (on_free, free_lock) = claims
+        assert isinstance(on_queued, Claimed) and queued_lock.held is Held.THEIRS
+        assert isinstance(on_held, Defer) and 10 < on_held.seconds <= 20
+        assert isinstance(on_free, Claimed) and free_lock.held is Held.OURS and on_free.job["runs"] == 2
+        assert [(await row(engine, job_id))["status"] for job_id in ids] == ["running", "running", "running"]
+        assert (await row(engine, held))["runs"] == 1  # not taken over
+        assert await redis.get(names.job_lock_key(queued)) == b"another-worker"  # not ours to give back
     finally:
         await redis.delete(*(names.job_lock_key(job_id) for job_id in ids))
         await redis.aclose()

@@ -103,6 +103,14 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Early:
+    """What `claim_queued` did: the jobs it claimed, and the events it staged for each job it moved."""
+
+    claimed: dict[str, Claimed]
+    events: dict[str, list[Pending]]
+
+
+@dataclass(frozen=True)
 class JobStore:
     engine: AsyncEngine
     names: Names
@@ -110,40 +118,49 @@ class JobStore:
 
     async def claim_many(self, job_ids: list[str]) -> list[Verdict]:
         """Decide what each delivered message means for its job (rule 4); claim those that are ours to run."""
-        if pg_batch.applies(self.engine):
-            return await self._claim_at_once(job_ids)
-        verdicts, _ = await self.run_batch(job_ids, [])
-        return verdicts
+        early = await self.claim_queued(job_ids)
+        rest = [job_id for job_id in job_ids if job_id not in early.claimed]
+        judged = iter(await self.claim_rest(rest, early) if rest else [])
+        return [early.claimed[job_id] if job_id in early.claimed else next(judged) for job_id in job_ids]
 
-    async def _claim_at_once(self, job_ids: list[str]) -> list[Verdict]:
-        """`claim_many` on PostgreSQL: the common claim, with its audit rows and events, is one statement, a
-        transaction by itself; the jobs it did not claim are then read and judged one by one (rule 4) in a
-        transaction of their own, a job it queued keeping its queued event before what follows."""
+    async def claim_queued(self, job_ids: list[str]) -> "Early":
+        """The common claim alone, in a transaction of its own: the pending among `job_ids` queued, the queued
+        within their budget running, each with its audit row and event. On PostgreSQL one statement, which
+        queues a pending job without claiming it (`claim_rest` takes it)."""
+        early = Early({}, defaultdict(list))
+        if not job_ids:
+            return early
         now = utcnow()
         lease = now + timedelta(seconds=self.lease_seconds)
-        async with pg_batch.autocommit(self.engine) as conn:
-            moved = await pg_batch.claim_recorded(conn, sorted(set(job_ids)), now, lease, self.names.events_exchange)
-        events: dict[str, list[Pending]] = defaultdict(list)
-        verdicts: dict[str, Verdict | Take] = {}
-        for one in moved:
-            outbox_id, key, body, headers, message_id = one.event
-            event = Outgoing(self.names.events_exchange, key, body, headers, message_id=message_id, mandatory=False)
-            events[one.row["id"]].append(Pending(outbox_id, event))
-            if one.row["status"] == S.RUNNING:
-                verdicts[one.row["id"]] = Claimed(job_row(one.row), events[one.row["id"]])
-        rest = [job_id for job_id in job_ids if job_id not in verdicts]
-        if rest:
+        ids = sorted(set(job_ids))
+        if pg_batch.applies(self.engine):
+            async with pg_batch.autocommit(self.engine) as conn:
+                moved = await pg_batch.claim_recorded(conn, ids, now, lease, self.names.events_exchange)
+            staged = [(job_row(one.row), _pending(self.names, one.event)) for one in moved]
+        else:
             async with self.engine.begin() as conn:
-                judged = await self._claim_others(conn, rest, now)
-            verdicts.update({job_id: _after(events.get(job_id, []), v) for job_id, v in judged.items()})
-        return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
+                queued = await cas_pending(conn, ids)
+                rows = await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})
+                claimed = [Move(S.QUEUED, job_row(row._mapping), {}) for row in rows]
+                staged = await record(conn, self.names, [*queued, *claimed])
+        for job, event in staged:
+            early.events[job["id"]].append(event)
+            if job["status"] == S.RUNNING:
+                early.claimed[job["id"]] = Claimed(job, early.events[job["id"]])
+        return early
+
+    async def claim_rest(self, job_ids: list[str], early: "Early") -> list[Verdict]:
+        """The jobs `claim_queued` did not claim, read and judged one by one (rule 4) in one transaction; a job it
+        queued keeps its queued event before what follows."""
+        async with self.engine.begin() as conn:
+            judged = await self._claim_others(conn, job_ids, utcnow())
+        return [_final(_after(early.events.get(j, []), judged.get(j, Drop("no such job")))) for j in job_ids]
 
     async def finish_many(self, outcomes: list[Outcome]) -> list[Pending | None]:
         """Record every outcome whose fencing token (`runs`) still holds; None for the rest."""
         if pg_batch.applies(self.engine):
             return await self._finish_at_once(outcomes)
-        _, recorded = await self.run_batch([], outcomes)
-        return recorded
+        return await self._finish_portable(outcomes)
 
     async def _finish_at_once(self, outcomes: list[Outcome]) -> list[Pending | None]:
         """`finish_many` on PostgreSQL: the moves, their audit rows and their events planned here and written
@@ -161,65 +178,20 @@ class JobStore:
             for o, event in zip(outcomes, events, strict=True)
         ]
 
-    async def run_batch(
-        self, job_ids: list[str], outcomes: list[Outcome]
-    ) -> tuple[list[Verdict], list[Pending | None]]:
-        """Claims and outcomes of many messages in one transaction (rule 17), their audit rows and events
-        written together: one INSERT each for the whole batch, whatever it holds. The portable form (SQLite,
-        MSSQL); PostgreSQL takes `_claim_at_once` and `_finish_at_once`.
-
-        The common claim, a queued (or still pending) job within its budget, is one UPDATE for the batch; the
-        others are read and judged one by one. Each outcome is recorded only where its run's fencing token
-        (`runs`) still holds.
-        """
-        now = utcnow()
+    async def _finish_portable(self, outcomes: list[Outcome]) -> list[Pending | None]:
+        """`finish_many` on SQLite and MSSQL: one UPDATE per outcome kind behind the fencing check, then the audit
+        rows and events of what moved, one INSERT each, in one transaction."""
         async with self.engine.begin() as conn:
-            moves = await self._claim_moves(conn, job_ids, now) + await self._finish_moves(conn, outcomes)
+            moves: list[Move] = []
+            for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
+                mine = [o for o in outcomes if o.to == to]
+                if mine:
+                    tokens = {o.job["id"]: o.job["runs"] for o in mine}
+                    fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
+                    changes = [Change(o.job, o.values, o.detail) for o in mine]
+                    moves += await cas_many(conn, to, changes, where=(fenced,))
             staged = {(job["id"], job["seq"]): event for job, event in await record(conn, self.names, moves)}
-            verdicts = await self._verdicts(conn, job_ids, moves, staged, now)
-        recorded = [staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes]
-        return verdicts, recorded
-
-    async def _claim_moves(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> list[Move]:
-        """Queue what is still pending (the message beat the record of its own publish), then claim the queued."""
-        if not job_ids:
-            return []
-        queued = await cas_pending(conn, job_ids)
-        lease = now + timedelta(seconds=self.lease_seconds)
-        ids = sorted(set(job_ids))
-        rows = await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})
-        return [*queued, *(Move(S.QUEUED, job_row(row._mapping), {}) for row in rows)]
-
-    async def _finish_moves(self, conn: AsyncConnection, outcomes: list[Outcome]) -> list[Move]:
-        moves: list[Move] = []
-        for to in (S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED):
-            mine = [o for o in outcomes if o.to == to]
-            if mine:
-                tokens = {o.job["id"]: o.job["runs"] for o in mine}
-                fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
-                moves += await cas_many(conn, to, [Change(o.job, o.values, o.detail) for o in mine], where=(fenced,))
-        return moves
-
-    async def _verdicts(
-        self,
-        conn: AsyncConnection,
-        job_ids: list[str],
-        moves: list[Move],
-        staged: dict[tuple[str, int], Pending],
-        now: datetime,
-    ) -> list[Verdict]:
-        """Claimed for the jobs the claim UPDATE took (with their queued and running events); the rest judged."""
-        events: dict[str, list[Pending]] = defaultdict(list)
-        for move in moves:
-            events[move.after["id"]].append(staged[(move.after["id"], move.after["seq"])])
-        verdicts: dict[str, Verdict | Take] = {
-            m.after["id"]: Claimed(m.after, events[m.after["id"]]) for m in moves if m.after["status"] == S.RUNNING
-        }
-        rest = [job_id for job_id in job_ids if job_id not in verdicts]
-        if rest:  # judged one by one; a job queued by this batch keeps its queued event before the rest
-            judged = await self._claim_others(conn, rest, now)
-            verdicts.update({job_id: _after(events.get(job_id, []), v) for job_id, v in judged.items()})
-        return [_final(verdicts.get(job_id, Drop("no such job"))) for job_id in job_ids]
+        return [staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes]
 
     async def _claim_others(self, conn: AsyncConnection, job_ids: list[str], now: datetime) -> dict[str, Any]:
         """Pending, retrying, leased, finished or spent jobs: read, judge each (rule 4), write what follows."""
@@ -301,6 +273,14 @@ def _after(earlier: list[Pending], verdict: Any) -> Any:
     if isinstance(verdict, ToDeadLetters):
         return ToDeadLetters([*earlier, *verdict.events])
     return verdict
+
+
+def _pending(names: Names, event: tuple[int, str, bytes, Row, str]) -> Pending:
+    """An event the claim statement staged: (outbox id, routing key, body, headers, message id)."""
+    outbox_id, key, body, headers, message_id = event
+    return Pending(
+        outbox_id, Outgoing(names.events_exchange, key, body, headers, message_id=message_id, mandatory=False)
+    )
 
 
 def _final(verdict: Verdict | Take) -> Verdict:
