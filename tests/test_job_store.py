@@ -172,13 +172,13 @@ async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_q
         make_job(status="running", seq=2, attempts=1, runs=1, lease_until=expired),
         make_job(status="running", seq=2, attempts=1, runs=1, lease_until=expired),
     )
-    queued, held, free = ids
+    queued, held, _ = ids
     try:
         await redis.set(names.job_lock_key(queued), "another-worker", px=20_000)
         await redis.set(names.job_lock_key(held), "another-worker", px=20_000)
         claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
 
-        (on_queued, queued_lock), (on_held, held_lock), (on_free, free_lock) = claims
+        (on_queued, queued_lock), (on_held, _), (on_free, free_lock) = claims
         assert isinstance(on_queued, Claimed) and queued_lock.held is Held.THEIRS
         assert isinstance(on_held, Defer) and 10 < on_held.seconds <= 20
         assert isinstance(on_free, Claimed) and free_lock.held is Held.OURS and on_free.job["runs"] == 2
