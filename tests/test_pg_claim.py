@@ -79,21 +79,33 @@ async def test_the_claim_statement_stages_the_events_and_audit_rows_python_build
         assert detail == {"from": "queued", "to": "running", "attempt": by_job[r["job_id"]]["attempts"]}
 
 
-async def test_the_claim_statement_queues_a_pending_job_without_claiming_it_and_leaves_a_spent_one(
+async def test_the_claim_statement_queues_and_claims_a_pending_job_with_both_steps_and_leaves_a_spent_one(
     pg: AsyncEngine,
 ) -> None:
     pending, spent = await add(
-        pg, make_job(status="pending"), make_job(status="queued", attempts=4, max_retries=3, seq=5)
+        pg,
+        make_job(status="pending", request_id="req-7"),
+        make_job(status="queued", attempts=4, max_retries=3, seq=5),
     )
     now = datetime.now(UTC)
     async with pg_batch.autocommit(pg) as conn:
         moved = await pg_batch.claim_recorded(conn, [pending, spent], now, now, NAMES.events_exchange)
-    assert [(one.row["id"], one.source, one.row["status"], one.row["seq"]) for one in moved] == [
-        (pending, "pending", "queued", 1)
-    ]
-    assert moved[0].event[2] == job_event(NAMES, moved[0].row, now).body
+    steps = [(one.row["id"], one.source, one.row["status"], one.row["seq"], one.row["attempts"]) for one in moved]
+    assert steps == [(pending, "pending", "queued", 1, 0), (pending, "queued", "running", 2, 1)]
+    queued_step, running_step = moved
+    assert queued_step.row["started_at"] is None and running_step.row["started_at"] == now
+    for one in moved:  # each step's event as Python builds it from the row after that step
+        assert one.event[2] == job_event(NAMES, one.row, now).body
+    assert queued_step.event[0] < running_step.event[0]  # staged in the order of the steps
     trail = await rows_of(pg, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending, spent])
-    assert [(r["job_id"], r["event"]) for r in trail] == [(pending, "queued")]
+    assert [(r["job_id"], r["event"]) for r in trail] == [(pending, "queued"), (pending, "running")]
+    details = [r["detail"] if isinstance(r["detail"], dict) else loads(r["detail"]) for r in trail]
+    assert details == [
+        {"from": "pending", "to": "queued", "attempt": 0},
+        {"from": "queued", "to": "running", "attempt": 1},
+    ]
+    (row,) = await rows_of(pg, JOBS, JOBS.c.id, [spent])
+    assert (row["status"], row["seq"]) == ("queued", 5)
 
 
 async def test_a_batch_with_a_pending_job_claims_it_after_queueing_it_with_both_events(pg: AsyncEngine) -> None:

@@ -370,23 +370,40 @@ _EVENT_BODY = (
     + " || ',' || ".join(f"'\"{name}\":' || {_json_text('m.' + name, _KINDS[name])}" for name in PUBLIC_FIELDS)
     + " || '}}}'"
 )
+# A pending job (its message beat the record of its own publish) is queued and claimed by the same UPDATE: its
+# row goes from pending to running with two seq steps, and the queued step between them, as the row was after it
+# (a pending job has never run: no lease, no start), gets its audit row and event too, before the running one.
+_QUEUED_STEP = {
+    "status": "'queued'",
+    "attempts": "c.attempts - 1",
+    "runs": "c.runs - 1",
+    "seq": "c.seq - 1",
+    "lease_until": "NULL",
+    "started_at": "NULL",
+}
+_JOB_NAMES = [name for name, _ in JOB_COLUMNS]
 CLAIM_RECORDED = (
-    "WITH pending AS (UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $3 "
-    "WHERE id = ANY($1::varchar[]) AND status || '' = 'pending' RETURNING *, 'pending'::varchar AS source), "
-    "claimed AS (UPDATE jobs SET status = 'running', attempts = attempts + 1, runs = runs + 1, seq = seq + 1, "
-    "lease_until = $2, next_attempt_at = NULL, started_at = coalesce(started_at, $3), updated_at = $3 "
-    "WHERE id = ANY($1::varchar[]) AND status || '' = 'queued' AND attempts < max_retries + 1 "
-    "RETURNING *, 'queued'::varchar AS source), "
-    "moved AS (SELECT * FROM pending UNION ALL SELECT * FROM claimed), "
+    "WITH claimed AS (UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
+    "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
+    "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = $3 "
+    "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND status || '' IN ('pending', 'queued')) "
+    "AS was WHERE jobs.id = was.id AND jobs.status = was.status AND jobs.attempts < jobs.max_retries + 1 "
+    "RETURNING jobs.*, was.status AS was), "
+    "moved AS (SELECT " + ", ".join(f"c.{name}" for name in _JOB_NAMES) + ", 'queued'::varchar AS source "
+    "FROM claimed AS c UNION ALL SELECT "
+    + ", ".join(f"{_QUEUED_STEP.get(name, 'c.' + name)} AS {name}" for name in _JOB_NAMES)
+    + ", 'pending'::varchar FROM claimed AS c WHERE c.was = 'pending'), "
     "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
     "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
-    "|| ',\"attempt\":' || m.attempts || '}')::json, $3 FROM moved AS m), "
+    "|| ',\"attempt\":' || m.attempts || '}')::json, $3 FROM moved AS m ORDER BY m.id, m.seq), "
     "staged AS (INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
     "SELECT $4, 'job.' || m.job_type || '.' || m.status, convert_to(" + _EVENT_BODY + ", 'UTF8'), "
     "CASE WHEN coalesce(m.request_id, '') = '' THEN '{}'::json ELSE json_build_object('x-request-id', m.request_id) "
-    "END, NULL, " + _EVENT_ID + ", NULL, $3 FROM moved AS m RETURNING id, routing_key, body, headers, message_id) "
+    "END, NULL, " + _EVENT_ID + ", NULL, $3 FROM moved AS m ORDER BY m.id, m.seq "
+    "RETURNING id, routing_key, body, headers, message_id) "
     "SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, s.headers AS event_headers, "
-    "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID
+    "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID + " "
+    "ORDER BY m.id, m.seq"
 )
 
 
@@ -403,9 +420,9 @@ class Recorded:
 async def claim_recorded(
     conn: AsyncConnection, job_ids: list[str], now: datetime, lease: datetime, events_exchange: str
 ) -> list[Recorded]:
-    """Rule 3's claim for a batch as one statement: the pending among `job_ids` queued, the queued within their
-    budget running (a job queued here is not claimed by the same statement: it saw the row as pending), each
-    with its audit row and its event staged in the outbox."""
+    """Rule 3's claim for a batch as one statement: the pending or queued among `job_ids` within their budget
+    running, each step (pending -> queued, queued -> running) with its audit row and its event staged in the
+    outbox, in the order of the steps."""
     moved: list[Recorded] = []
     for record in await conn.exec_driver_sql(CLAIM_RECORDED, (job_ids, lease, now, events_exchange)):
         row = dict(record._mapping)

@@ -125,8 +125,7 @@ class JobStore:
 
     async def claim_queued(self, job_ids: list[str]) -> "Early":
         """The common claim alone, in a transaction of its own: the pending among `job_ids` queued, the queued
-        within their budget running, each with its audit row and event. On PostgreSQL one statement, which
-        queues a pending job without claiming it (`claim_rest` takes it)."""
+        within their budget running, each step with its audit row and event. On PostgreSQL one statement."""
         early = Early({}, defaultdict(list))
         if not job_ids:
             return early
