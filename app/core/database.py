@@ -14,11 +14,20 @@ from app.core.messages import dumps, loads
 UNREACHABLE = (OperationalError, InterfaceError, OSError, ConnectionError)
 
 
+# SQLSTATEs that say the same from the server: a connection exception (class 08), or the server shutting down,
+# crashing or starting up (57P01-57P03). A statement cut off by a restart can raise one before the driver has
+# seen its connection close, so the error is not yet marked as a disconnect.
+UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03")
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """Whether an exception means the database could not be reached."""
     if isinstance(exc, UNREACHABLE):
         return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if not isinstance(exc, DBAPIError):
+        return False
+    state = getattr(exc.orig, "sqlstate", None)
+    return exc.connection_invalidated or (isinstance(state, str) and state.startswith(UNREACHABLE_STATES))
 
 
 def make_engine(url: str, pool_size: int = 10) -> AsyncEngine:
