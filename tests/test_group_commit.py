@@ -110,3 +110,27 @@ async def test_close_flushes_what_waits_then_refuses_more_until_reopened() -> No
         await batcher.run(9)
     batcher.reopen()
     assert await batcher.run(9) == 90
+
+
+async def test_submit_puts_an_item_in_line_before_it_returns_so_later_items_follow_it() -> None:
+    """What the webhook worker relies on: an outcome put in line with `submit` goes before any admission added
+    after the call, in the same batch or an earlier one, before the caller awaits anything."""
+    recorder = Recorder()
+    recorder.gate.clear()
+    batcher = GroupCommit("t", recorder.flush)
+    first = asyncio.ensure_future(batcher.run(1))
+    await recorder.held()  # [1] is in flight
+    outcome = batcher.submit(2)
+    assert batcher.waiting == 1  # in line already, before anything was awaited
+    later = asyncio.ensure_future(batcher.run(3))
+    assert not outcome.done()
+    recorder.gate.set()
+    assert await asyncio.gather(first, outcome, later) == [10, 20, 30]
+    assert recorder.batches == [[1], [2, 3]]
+
+
+async def test_submit_refuses_an_item_once_closed() -> None:
+    batcher = GroupCommit("t", Recorder().flush)
+    await batcher.close()
+    with pytest.raises(GroupCommitClosed):
+        batcher.submit(1)
