@@ -2,7 +2,6 @@
 row and event in SQL, so they must be the same as the ones `transitions.record` builds in Python; the finish
 writes an outcome's rows only where its run's fencing token held."""
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,25 +9,15 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import make_engine
 from app.core.messages import job_event, loads
 from app.core.names import Names
 from app.models import pg_batch
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.workers.job_store import Claimed, JobStore, succeeded
-from tests.conftest import NS, TEST_SETTINGS
+from tests.conftest import NS
 from tests.support import make_job
 
 NAMES = Names(NS)
-
-
-@pytest.fixture
-async def pg() -> AsyncIterator[AsyncEngine]:
-    db = make_engine(TEST_SETTINGS["database_url"])
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 async def add(engine: AsyncEngine, *jobs: dict[str, Any]) -> list[str]:
@@ -54,11 +43,11 @@ TRICKY = [
 
 @pytest.mark.parametrize("microsecond", [0, 123456])
 async def test_the_claim_statement_stages_the_events_and_audit_rows_python_builds(
-    pg: AsyncEngine, microsecond: int
+    db: AsyncEngine, microsecond: int
 ) -> None:
-    ids = await add(pg, *(make_job(**{"status": "queued", "seq": 1, **extra}) for extra in TRICKY))
+    ids = await add(db, *(make_job(**{"status": "queued", "seq": 1, **extra}) for extra in TRICKY))
     now = datetime(2026, 12, 2, 5, 6, 7, microsecond, tzinfo=UTC)
-    async with pg_batch.autocommit(pg) as conn:
+    async with pg_batch.autocommit(db) as conn:
         moved = await pg_batch.claim_recorded(conn, ids, now, now + timedelta(seconds=30), NAMES.events_exchange)
 
     assert sorted(one.row["id"] for one in moved) == sorted(ids)
@@ -69,9 +58,9 @@ async def test_the_claim_statement_stages_the_events_and_audit_rows_python_build
         assert body == expected.body  # byte for byte, as Python writes it
         assert (key, headers, message_id) == (expected.routing_key, expected.headers, expected.message_id)
         assert outbox_id > 0
-    stored = await rows_of(pg, OUTBOX, OUTBOX.c.message_id, [one.event[4] for one in moved])
+    stored = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [one.event[4] for one in moved])
     assert sorted(bytes(r["body"]) for r in stored) == sorted(one.event[2] for one in moved)
-    trail = await rows_of(pg, JOB_EVENTS, JOB_EVENTS.c.job_id, ids)
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, ids)
     by_job = {one.row["id"]: one.row for one in moved}
     assert [(r["event"], r["created_at"]) for r in trail] == [("running", now)] * len(ids)
     for r in trail:
@@ -80,15 +69,15 @@ async def test_the_claim_statement_stages_the_events_and_audit_rows_python_build
 
 
 async def test_the_claim_statement_queues_and_claims_a_pending_job_with_both_steps_and_leaves_a_spent_one(
-    pg: AsyncEngine,
+    db: AsyncEngine,
 ) -> None:
     pending, spent = await add(
-        pg,
+        db,
         make_job(status="pending", request_id="req-7"),
         make_job(status="queued", attempts=4, max_retries=3, seq=5),
     )
     now = datetime.now(UTC)
-    async with pg_batch.autocommit(pg) as conn:
+    async with pg_batch.autocommit(db) as conn:
         moved = await pg_batch.claim_recorded(conn, [pending, spent], now, now, NAMES.events_exchange)
     steps = [(one.row["id"], one.source, one.row["status"], one.row["seq"], one.row["attempts"]) for one in moved]
     assert steps == [(pending, "pending", "queued", 1, 0), (pending, "queued", "running", 2, 1)]
@@ -97,46 +86,46 @@ async def test_the_claim_statement_queues_and_claims_a_pending_job_with_both_ste
     for one in moved:  # each step's event as Python builds it from the row after that step
         assert one.event[2] == job_event(NAMES, one.row, now).body
     assert queued_step.event[0] < running_step.event[0]  # staged in the order of the steps
-    trail = await rows_of(pg, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending, spent])
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending, spent])
     assert [(r["job_id"], r["event"]) for r in trail] == [(pending, "queued"), (pending, "running")]
     details = [r["detail"] if isinstance(r["detail"], dict) else loads(r["detail"]) for r in trail]
     assert details == [
         {"from": "pending", "to": "queued", "attempt": 0},
         {"from": "queued", "to": "running", "attempt": 1},
     ]
-    (row,) = await rows_of(pg, JOBS, JOBS.c.id, [spent])
+    (row,) = await rows_of(db, JOBS, JOBS.c.id, [spent])
     assert (row["status"], row["seq"]) == ("queued", 5)
 
 
-async def test_a_batch_with_a_pending_job_claims_it_after_queueing_it_with_both_events(pg: AsyncEngine) -> None:
-    store = JobStore(pg, NAMES, lease_seconds=30)
-    pending, queued = await add(pg, make_job(status="pending"), make_job(status="queued", seq=1))
+async def test_a_batch_with_a_pending_job_claims_it_after_queueing_it_with_both_events(db: AsyncEngine) -> None:
+    store = JobStore(db, NAMES, lease_seconds=30)
+    pending, queued = await add(db, make_job(status="pending"), make_job(status="queued", seq=1))
     verdicts = await store.claim_many([pending, queued])
     assert all(isinstance(v, Claimed) for v in verdicts)
     first = verdicts[0]
     assert isinstance(first, Claimed)
     assert [loads(p.message.body)["type"] for p in first.events] == ["job.queued", "job.running"]
-    trail = await rows_of(pg, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending])
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending])
     assert [r["event"] for r in trail] == ["queued", "running"]
 
 
 async def test_a_finish_batch_holding_a_stale_run_of_the_same_job_records_only_the_current_one(
-    pg: AsyncEngine,
+    db: AsyncEngine,
 ) -> None:
-    store = JobStore(pg, NAMES, lease_seconds=30)
-    (job_id,) = await add(pg, make_job(status="queued", seq=1))
+    store = JobStore(db, NAMES, lease_seconds=30)
+    (job_id,) = await add(db, make_job(status="queued", seq=1))
     (first,) = await store.claim_many([job_id])
     assert isinstance(first, Claimed)
-    async with pg.begin() as conn:  # the lease ran out and another worker took the job over: runs 2
+    async with db.begin() as conn:  # the lease ran out and another worker took the job over: runs 2
         await conn.execute(JOBS.update().where(JOBS.c.id == job_id).values(runs=2, seq=3))
     current = {**first.job, "runs": 2, "seq": 3}
     recorded = await store.finish_many([succeeded(first.job, {"from": "stale"}), succeeded(current, {"ok": 1})])
 
     assert recorded[0] is None and recorded[1] is not None
     assert loads(recorded[1].message.body)["data"]["job"]["result"] == {"ok": 1}
-    (row,) = await rows_of(pg, JOBS, JOBS.c.id, [job_id])
+    (row,) = await rows_of(db, JOBS, JOBS.c.id, [job_id])
     assert (row["status"], row["result"], row["seq"]) == ("succeeded", {"ok": 1}, 4)
-    trail = await rows_of(pg, JOB_EVENTS, JOB_EVENTS.c.job_id, [job_id])
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [job_id])
     assert [r["event"] for r in trail] == ["running", "succeeded"]
-    staged = await rows_of(pg, OUTBOX, OUTBOX.c.message_id, [recorded[1].message.message_id or ""])
+    staged = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [recorded[1].message.message_id or ""])
     assert [r["id"] for r in staged] == [recorded[1].id]

@@ -2,24 +2,12 @@
 is bad" (fail it alone): a job whose result could not be stored because PostgreSQL was restarting must be run
 again, not dead-lettered."""
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import is_unreachable, make_engine
-from tests.conftest import TEST_SETTINGS
-
-
-@pytest.fixture
-async def pg() -> AsyncIterator[AsyncEngine]:
-    db = make_engine(TEST_SETTINGS["database_url"])
-    try:
-        yield db
-    finally:
-        await db.dispose()
+from app.core.database import is_unreachable
 
 
 class _ServerError(Exception):
@@ -39,15 +27,15 @@ def test_a_server_error_is_judged_by_its_sqlstate_before_the_connection_is_seen_
     assert is_unreachable(error) is unreachable
 
 
-async def test_a_statement_cut_off_by_the_server_terminating_its_connection_is_unreachable(pg: AsyncEngine) -> None:
+async def test_a_statement_cut_off_by_the_server_terminating_its_connection_is_unreachable(db: AsyncEngine) -> None:
     with pytest.raises(DBAPIError) as cut:
-        async with pg.connect() as conn:
+        async with db.connect() as conn:
             await conn.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
     assert is_unreachable(cut.value)
 
 
-async def test_a_bad_statement_is_not_unreachable(pg: AsyncEngine) -> None:
+async def test_a_bad_statement_is_not_unreachable(db: AsyncEngine) -> None:
     with pytest.raises(DBAPIError) as bad:
-        async with pg.connect() as conn:
+        async with db.connect() as conn:
             await conn.execute(text("SELEC 1"))
     assert not is_unreachable(bad.value)
