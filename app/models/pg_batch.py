@@ -345,9 +345,7 @@ def _json_text(column: str, kind: str) -> str:
     """SQL for the compact JSON text of one column of `moved`, as orjson writes its Python value."""
     if kind == "timestamptz":
         return _timestamp_text(column)
-    if kind == "json":
-        return f"coalesce({column}::text, 'null')"
-    if kind in ("int", "float8"):
+    if kind in ("json", "int", "float8"):  # their text is already their JSON
         return f"coalesce({column}::text, 'null')"
     return f"coalesce(to_json({column})::text, 'null')"
 

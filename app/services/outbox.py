@@ -39,7 +39,7 @@ class Pending:
 
 async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = None) -> Pending:
     """Stage a message in the caller's transaction; it is published after the commit."""
-    result = await conn.execute(INSERT_ROW, rows_of([message], [job_id], utcnow())[0])
+    result = await conn.execute(INSERT_ROW, rows_of([message], utcnow(), [job_id])[0])
     key = result.inserted_primary_key
     assert key is not None
     return Pending(int(key[0]), message, job_id)
@@ -52,7 +52,7 @@ async def add_many(
     if not messages:
         return []
     owners: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(messages)
-    rows = rows_of(messages, owners, utcnow())
+    rows = rows_of(messages, utcnow(), owners)
     if pg_batch.applies(conn):
         ids: Iterable[int] = await pg_batch.insert_outbox(conn, rows)
     else:
@@ -60,8 +60,8 @@ async def add_many(
     return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
 
 
-def rows_of(messages: list[Outgoing], job_ids: list[str | None], now: datetime) -> list[dict[str, Any]]:
-    """The outbox rows that hold `messages` (`job_ids` marks job messages), staged at `now`."""
+def rows_of(messages: list[Outgoing], now: datetime, job_ids: list[str | None] | None = None) -> list[dict[str, Any]]:
+    """The outbox rows that hold `messages` (`job_ids` marks job messages; none are by default), staged at `now`."""
     return [
         {
             "exchange": m.exchange,
@@ -73,7 +73,7 @@ def rows_of(messages: list[Outgoing], job_ids: list[str | None], now: datetime) 
             "job_id": job_id,
             "created_at": now,
         }
-        for m, job_id in zip(messages, job_ids, strict=True)
+        for m, job_id in zip(messages, job_ids or [None] * len(messages), strict=True)
     ]
 
 

@@ -144,7 +144,7 @@ async def record(conn: AsyncConnection, names: Names, moves: list[Move]) -> list
         return []
     trail, events = trail_of(moves), events_of(names, moves)
     if pg_batch.applies(conn):  # both in one statement
-        rows = outbox.rows_of(events, [None] * len(events), utcnow())
+        rows = outbox.rows_of(events, utcnow())
         ids = await pg_batch.insert_events_and_outbox(conn, trail, rows)
         staged = [Pending(i, event) for i, event in zip(ids, events, strict=True)]
     else:

@@ -170,7 +170,7 @@ class JobStore:
         events = events_of(self.names, moves)
         async with pg_batch.autocommit(self.engine) as conn:
             moved, staged = await pg_batch.finish_recorded(
-                conn, now, rows, trail_of(moves), outbox.rows_of(events, [None] * len(events), now)
+                conn, now, rows, trail_of(moves), outbox.rows_of(events, now)
             )
         return [
             Pending(staged[event.message_id or ""], event) if (o.job["id"], o.job["runs"]) in moved else None
