@@ -5,6 +5,7 @@ import asyncio
 import datetime
 import ipaddress
 import re
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from starlette.responses import Response
 
-from app.core.safe_http import Address, DnsCache, OriginGates, download, post, safe_client
+from app.core.safe_http import Address, DnsCache, SafeClient, download, post, safe_client
 from app.core.ssrf import TooLarge, UnsafeURL
 from tests.receiver import Received, Server, serving
 
@@ -58,18 +59,18 @@ def closing(_: Received) -> Response:
     return Response(b"ok", headers={"Connection": "close"})
 
 
-def guarded(resolver: StubResolver | None = None, **options: Any) -> httpx.AsyncClient:
+def guarded(resolver: StubResolver | None = None, **options: Any) -> SafeClient:
     return safe_client(False, resolver=resolver, policy=only_the_test_server, dns_min_seconds=0, **options)
 
 
 async def test_200_posts_at_concurrency_8_share_at_most_the_pools_connections(server: Server) -> None:
     slots = asyncio.Semaphore(8)
 
-    async def one(client: httpx.AsyncClient, n: int) -> int:
+    async def one(client: SafeClient, n: int) -> int:
         async with slots:
             return (await post(client, server.url(f"/n/{n}"), b"{}", {}, 5)).status_code
 
-    async with guarded(max_connections=4, max_keepalive=4) as client:
+    async with guarded(max_connections=4) as client:
         statuses = await asyncio.gather(*(one(client, n) for n in range(200)))
     assert statuses == [200] * 200
     assert len(server.receiver.requests) == 200
@@ -82,19 +83,6 @@ async def test_at_most_max_per_host_requests_are_in_flight_to_one_origin(server:
         await asyncio.gather(*(post(client, server.url(), b"{}", {}, 5) for _ in range(8)))
     assert len(server.receiver.requests) == 8
     assert server.most_in_flight <= 2 and server.connections <= 2
-
-
-async def test_origin_gates_hold_an_origin_only_while_a_request_holds_or_awaits_it() -> None:
-    gates = OriginGates(1)
-    origin = ("http", "hooks.test", 80)
-    release = await gates.enter(origin)
-    waiting = asyncio.create_task(gates.enter(origin))
-    await asyncio.sleep(0)
-    assert not waiting.done() and len(gates) == 1
-    release()
-    release()  # twice is once
-    (await waiting)()
-    assert len(gates) == 0
 
 
 async def test_a_host_that_rebinds_to_a_forbidden_address_is_refused_on_the_next_dial(server: Server) -> None:
@@ -244,3 +232,13 @@ def _self_signed(name: str, directory: Path) -> ssl.SSLContext:
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return ssl.create_default_context(cadata=pem.decode())
+
+
+def test_the_socket_of_every_dial_is_opened_only_for_an_allowed_address() -> None:
+    dials: list[tuple[str, int]] = []
+    client = safe_client(False, policy=only_the_test_server, dialled=lambda *dial: dials.append(dial))
+    with pytest.raises(UnsafeURL, match=re.escape(f"{FORBIDDEN} is not the test server")):
+        client.guard.socket_for((socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (FORBIDDEN, 80)))
+    sock = client.guard.socket_for((socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (ALLOWED, 80)))
+    sock.close()
+    assert dials == [(ALLOWED, 80)]

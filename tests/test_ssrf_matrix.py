@@ -2,7 +2,7 @@
 `callback_url`, an image job's `image_url` and a notification job's `url` (submitted, or in a schedule's job).
 
 Each unsafe URL is refused with a 422 when it is registered or submitted, and refused again (and logged) when it
-is called, before any connection: host names go to a stub resolver and every dial to a counting backend, so no
+is called, before any connection: host names go to a stub resolver and every dial to a counter, so no
 test sends a packet anywhere but to its own server on 127.0.0.1.
 """
 
@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import httpcore
 import httpx
 import pytest
 from loguru import logger
@@ -99,19 +98,14 @@ class StubResolver:
         return NAMES[host], 0
 
 
-class CountingBackend(httpcore.AsyncNetworkBackend):
-    """The real dialler, counting each connection it is asked to make."""
+@dataclass
+class Dials:
+    """Every socket the guarded clients open, by the address and port it is for."""
 
-    def __init__(self) -> None:
-        self.dialled: list[tuple[str, int]] = []
-        self._real = httpcore.AnyIOBackend()
+    dialled: list[tuple[str, int]] = field(default_factory=list)
 
-    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        self.dialled.append((host, port))
-        return await self._real.connect_tcp(host, port, *args, **kwargs)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._real.sleep(seconds)
+    def __call__(self, address: str, port: int) -> None:
+        self.dialled.append((address, port))
 
 
 Submit = Callable[[Api, dict[str, str], str], Awaitable[httpx.Response]]
@@ -167,12 +161,12 @@ def use_resolver(api: Api, resolver: StubResolver) -> None:
 @contextlib.asynccontextmanager
 async def guarded_workers(
     worker: JobWorker, hooks: WebhookWorker, resolver: StubResolver, **options: Any
-) -> AsyncIterator[CountingBackend]:
+) -> AsyncIterator[Dials]:
     """Both workers call out through clients that refuse private networks, resolve through the stub and dial
-    through a counting backend."""
-    backend = CountingBackend()
-    jobs_http = safe_client(False, resolver=resolver, backend=backend, dns_min_seconds=0, **options)
-    hooks_http = safe_client(False, resolver=resolver, backend=backend, dns_min_seconds=0, **options)
+    through a dial counter."""
+    backend = Dials()
+    jobs_http = safe_client(False, resolver=resolver, dialled=backend, dns_min_seconds=0, **options)
+    hooks_http = safe_client(False, resolver=resolver, dialled=backend, dns_min_seconds=0, **options)
     previous = (worker.tools, hooks.http)
     worker.tools, hooks.http = replace(worker.tools, http=jobs_http), hooks_http
     try:
@@ -303,8 +297,8 @@ async def _failed(api: Api, headers: dict[str, str], job_id: str, count: int) ->
 @pytest.mark.parametrize(("url", "why"), BY_ADDRESS)
 async def test_the_guarded_client_refuses_before_dialling(url: str, why: str) -> None:
     """The client both workers call through, on its own: a refusal, and no dial."""
-    resolver, backend = StubResolver(), CountingBackend()
-    async with safe_client(False, resolver=resolver, backend=backend, dns_min_seconds=0) as client:
+    resolver, backend = StubResolver(), Dials()
+    async with safe_client(False, resolver=resolver, dialled=backend, dns_min_seconds=0) as client:
         with pytest.raises(ssrf.UnsafeURL, match="only public addresses are called"):
             await post(client, url, b"{}", {}, timeout_seconds=2)
     assert backend.dialled == []

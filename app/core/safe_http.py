@@ -1,26 +1,35 @@
 """Pooled HTTP through the SSRF guard: every connection's addresses are checked where it is dialled.
 
-httpcore pools by origin (scheme, host, port) and negotiates TLS for the URL's host name, so a pooled connection
-is always one whose address was checked for that very name, and two names never share one.
+One aiohttp session per worker (its HTTP parser is compiled: a POST costs a fraction of a pure-Python client's
+CPU). Its pool is keyed by (scheme, host name, port), so two names never share a connection, and TLS is
+negotiated for the URL's host name (SNI and certificate for the name, not the address). A new connection's
+name is resolved through the guard (`GuardedResolver`), which refuses the name when any address of its answer is
+forbidden; a host written as an address is judged before the request. The socket each dial opens is checked
+once more for the very address it connects to, so no connection reaches an address the policy refuses.
+
+Failures come back as httpx's exception types (ConnectError, ConnectTimeout, ReadTimeout, ReadError,
+RemoteProtocolError, HTTPStatusError): the vocabulary the handlers and the webhook worker already speak.
 """
 
-import asyncio
 import ipaddress
+import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
-import httpcore
+import aiohttp
+import certifi
 import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from app.core import ssrf
-from app.core.net_backend import AsyncioBackend
 from app.core.ssrf import Address, Resolver, SystemResolver
 
 Policy = Callable[[Address], str | None]  # why an address is refused, or None
-Origin = tuple[str, str, int]
+Dialled = Callable[[str, int], None]  # told of each address and port a socket is opened for
 
 DNS_MIN_SECONDS = 1.0
 DNS_MAX_SECONDS = 300.0
@@ -70,174 +79,146 @@ def address_policy(allow_private: bool) -> Policy:
     return (lambda _: None) if allow_private else ssrf.refusal
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Dials a host only when the policy allows every address of its answer, and then the first of them."""
+@dataclass
+class Guard:
+    """Which addresses a host may be dialled at: all of its answer, or none when one is forbidden."""
 
-    def __init__(self, dns: DnsCache, policy: Policy, backend: httpcore.AsyncNetworkBackend | None = None) -> None:
-        self._dns = dns
-        self._policy = policy
-        self._backend = AsyncioBackend() if backend is None else backend
+    dns: DnsCache
+    policy: Policy
+    dialled: Dialled | None = None
 
-    # The dial options (timeout, local address, socket options) go through to the real backend unchanged.
-    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        return await self._backend.connect_tcp(await self.checked_address(host, port), port, *args, **kwargs)
-
-    async def connect_unix_socket(self, path: str, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        raise ssrf.UnsafeURL(f"{path} is a local socket; only public addresses are called")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._backend.sleep(seconds)
-
-    async def checked_address(self, host: str, port: int) -> str:
-        """The address to dial for `host`, checked on every dial (cached answers too: the cache is not trusted)."""
+    async def checked_addresses(self, host: str, port: int) -> list[Address]:
+        """The addresses to dial for `host`, checked on every dial (cached answers too: the cache is not trusted)."""
         literal = ssrf.literal(host)
         if literal is not None:  # 0x7f.1 and 2130706433 too: judged as the address they are, never looked up
             self._check(host, literal, looked_up=False)
-            return str(literal)
+            return [literal]
         try:
-            answer = [ipaddress.ip_address(address) for address in await self._dns.resolve(host, port)]
+            answer = [ipaddress.ip_address(address) for address in await self.dns.resolve(host, port)]
         except (OSError, TimeoutError, ValueError) as exc:
             raise ssrf.UnsafeURL(f"{host} could not be resolved: no address was found for it") from exc
         # One bad address refuses the host: picking a good one out of a rotating answer proves nothing.
         for address in answer:
             self._check(host, address, looked_up=True)
-        return str(answer[0])
+        return answer
+
+    def socket_for(self, info: Any) -> socket.socket:
+        """The socket a dial opens (aiohttp's socket factory), for an address checked here once more."""
+        family, kind, proto, _, sockaddr = info
+        address = ipaddress.ip_address(sockaddr[0])
+        self._check(str(address), address, looked_up=False)
+        if self.dialled is not None:
+            self.dialled(str(address), int(sockaddr[1]))
+        return socket.socket(family=family, type=kind, proto=proto)
 
     def _check(self, host: str, address: Address, looked_up: bool) -> None:
-        why = self._policy(address)
+        why = self.policy(address)
         if why:
             raise ssrf.refused(host, address, why, looked_up)
 
 
+class GuardedResolver(AbstractResolver):
+    """aiohttp's resolver for every new connection to a named host: the guard's checked answer."""
+
+    def __init__(self, guard: Guard) -> None:
+        self._guard = guard
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_UNSPEC) -> list[ResolveResult]:
+        return [
+            {
+                "hostname": host,
+                "host": str(address),
+                "port": port,
+                "family": socket.AF_INET if address.version == 4 else socket.AF_INET6,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in await self._guard.checked_addresses(host, port)
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
 @dataclass
-class _Gate:
-    slots: asyncio.Semaphore
-    users: int = 0  # holding or awaiting a slot
+class SafeClient:
+    """One pooled session behind the guard, opened on its first request (inside the running loop)."""
 
+    guard: Guard
+    max_connections: int
+    max_per_host: int
+    keepalive_seconds: float
+    tls: ssl.SSLContext | bool
+    _session: aiohttp.ClientSession | None = field(default=None, init=False)
+    is_closed: bool = field(default=False, init=False)
 
-class OriginGates:
-    """At most `limit` requests in flight per origin. A gate lives only while a request holds or awaits it, so the
-    table never holds more origins than there are requests."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._gates: dict[Origin, _Gate] = {}
-
-    def __len__(self) -> int:
-        return len(self._gates)
-
-    async def enter(self, origin: Origin) -> Callable[[], None]:
-        """Wait for a slot of the origin; returns the (idempotent) release."""
-        gate = self._gates.get(origin) or self._gates.setdefault(origin, _Gate(asyncio.Semaphore(self.limit)))
-        gate.users += 1
-        try:
-            await gate.slots.acquire()
-        except BaseException:
-            self._leave(origin, gate)
-            raise
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                gate.slots.release()
-                self._leave(origin, gate)
-
-        return release
-
-    def _leave(self, origin: Origin, gate: _Gate) -> None:
-        gate.users -= 1
-        if gate.users == 0:
-            del self._gates[origin]
-
-
-class _Releasing(httpx.AsyncByteStream):
-    """A response body that gives its origin's slot back when it is closed."""
-
-    def __init__(self, stream: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
-        self._stream = stream
-        self._release = release
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self._stream:
-            yield part
+    def session(self) -> aiohttp.ClientSession:
+        if self.is_closed:
+            raise RuntimeError("this HTTP client was closed")
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections,
+                limit_per_host=self.max_per_host,
+                keepalive_timeout=self.keepalive_seconds if self.keepalive_seconds > 0 else None,
+                force_close=self.keepalive_seconds <= 0,
+                resolver=GuardedResolver(self.guard),
+                use_dns_cache=False,  # the guard's cache, checked on every dial
+                ssl=self.tls,
+                socket_factory=self.guard.socket_for,
+            )
+            # No proxies from the environment (one would be dialled instead of the checked address), no cookies
+            # kept between endpoints, bodies read as they are on the wire (the caps count those bytes).
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent",),
+                headers={"User-Agent": "taskq-webhooks"},
+            )
+        return self._session
 
     async def aclose(self) -> None:
-        try:
-            await self._stream.aclose()
-        finally:
-            self._release()
+        self.is_closed = True
+        if self._session is not None:
+            await self._session.close()
 
+    async def __aenter__(self) -> "SafeClient":
+        return self
 
-class GuardedTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport (its exception mapping included) over a pool that dials through the guard."""
-
-    def __init__(
-        self,
-        backend: httpcore.AsyncNetworkBackend,
-        limits: httpx.Limits,
-        verify: ssl.SSLContext | bool,
-        max_per_host: int | None,
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        # httpx 0.28 takes no network backend, so the pool it would build is replaced by one that has ours.
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=backend,
-        )
-        self.gates = None if max_per_host is None else OriginGates(max_per_host)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.gates is None:
-            return await super().handle_async_request(request)
-        url = request.url
-        release = await self.gates.enter((url.scheme, url.host, url.port or ssrf.DEFAULT_PORTS[url.scheme]))
-        try:
-            response = await super().handle_async_request(request)
-        except BaseException:
-            release()
-            raise
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        stream = _Releasing(response.stream, release)
-        return httpx.Response(
-            response.status_code, headers=response.headers, stream=stream, extensions=response.extensions
-        )
+        await self.aclose()
 
 
 def safe_client(
     allow_private: bool,
     *,
     max_connections: int = 100,
-    max_keepalive: int = 20,
     keepalive_seconds: float = 30.0,
     max_per_host: int | None = None,
     resolver: Resolver | None = None,
     policy: Policy | None = None,
-    backend: httpcore.AsyncNetworkBackend | None = None,
+    dialled: Dialled | None = None,
     verify: ssl.SSLContext | bool = True,
     dns_min_seconds: float = DNS_MIN_SECONDS,
     dns_max_seconds: float = DNS_MAX_SECONDS,
     dns_default_seconds: float = DNS_DEFAULT_SECONDS,
-) -> httpx.AsyncClient:
-    """A pooled client that checks each connection's addresses as it dials, never follows redirects and ignores
-    proxies from the environment (a proxy would be dialled instead of the checked address). `resolver` and
-    `backend` (what dials a checked address) replace the system's own."""
+) -> SafeClient:
+    """A pooled client that checks each connection's addresses as it dials and never follows redirects: at most
+    `max_connections` open, `max_per_host` per (scheme, host, port) (unbounded when None). `resolver` replaces
+    the system's own; `dialled` is told of every socket opened (address, port)."""
     dns = DnsCache(resolver or SystemResolver(), dns_min_seconds, dns_max_seconds, dns_default_seconds)
-    guarded = GuardedBackend(dns, address_policy(allow_private) if policy is None else policy, backend)
-    limits = httpx.Limits(
-        max_connections=max_connections,
-        max_keepalive_connections=min(max_keepalive, max_connections),
-        keepalive_expiry=keepalive_seconds,
-    )
-    transport = GuardedTransport(guarded, limits, verify, max_per_host)
-    return httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
+    guard = Guard(dns, address_policy(allow_private) if policy is None else policy, dialled)
+    tls: ssl.SSLContext | bool = verify
+    if verify is True:
+        tls = ssl.create_default_context(cafile=certifi.where())
+    return SafeClient(guard, max_connections, max_per_host or 0, keepalive_seconds, tls)
 
 
 async def post(
-    client: httpx.AsyncClient,
+    client: SafeClient,
     url: str,
     body: bytes,
     headers: dict[str, str],
@@ -249,7 +230,7 @@ async def post(
 
 
 async def send(
-    client: httpx.AsyncClient,
+    client: SafeClient,
     method: str,
     url: str,
     body: bytes | None,
@@ -259,49 +240,60 @@ async def send(
 ) -> ssrf.Response:
     """Any method, reading at most `max_body` bytes of the answer; redirects are not followed."""
     started = time.perf_counter()
-    response, data = await _exchange(client, method, url, body, headers, timeout_seconds, max_body)
+    status, answer, data = await _exchange(client, method, url, body, headers, timeout_seconds, max_body)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    body_text = data.decode("utf-8", "replace")
-    return ssrf.Response(response.status_code, body_text, elapsed_ms, response.headers.get("retry-after"))
+    return ssrf.Response(status, data.decode("utf-8", "replace"), elapsed_ms, answer.get("retry-after"))
 
 
 async def download(
-    client: httpx.AsyncClient, url: str, headers: dict[str, str], timeout_seconds: float, max_bytes: int
+    client: SafeClient, url: str, headers: dict[str, str], timeout_seconds: float, max_bytes: int
 ) -> tuple[bytes, str]:
     """GET a body and its content type; TooLarge past `max_bytes`, HTTPStatusError on a non-2xx answer."""
-    response, data = await _exchange(client, "GET", url, None, headers, timeout_seconds, max_bytes + 1)
-    response.raise_for_status()
+    status, answer, data = await _exchange(client, "GET", url, None, headers, timeout_seconds, max_bytes + 1)
+    if not 200 <= status < 300:
+        request = httpx.Request("GET", url)
+        response = httpx.Response(status, headers=list(answer.items()), request=request)
+        raise httpx.HTTPStatusError(f"{url} answered {status}", request=request, response=response)
     if len(data) > max_bytes:
         raise ssrf.TooLarge(f"{url} answered more than {max_bytes} bytes")
-    return data, response.headers.get("content-type", "")
+    return data, answer.get("content-type", "")
 
 
 async def _exchange(
-    client: httpx.AsyncClient,
+    client: SafeClient,
     method: str,
     url: str,
     content: bytes | None,
     headers: dict[str, str],
     timeout_seconds: float,
     limit: int,
-) -> tuple[httpx.Response, bytes]:
+) -> tuple[int, Mapping[str, str], bytes]:
     url = ssrf.normalized(url)
-    # Identity encoding and raw reads: the cap counts bytes on the wire, so no decompression bomb gets past it.
+    _, host, port = ssrf.parts(url)
+    if ssrf.literal(host) is not None:  # aiohttp dials an address without asking the resolver: judged here
+        await client.guard.checked_addresses(host, port)
+    # Identity encoding: the cap counts bytes on the wire, so no decompression bomb gets past it. The whole
+    # exchange is timed as one, so a server that answers a byte at a time is stopped too.
     sent_headers = {**headers, "Accept-Encoding": "identity"}
-    timeout = httpx.Timeout(timeout_seconds, connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
+    timeout = aiohttp.ClientTimeout(total=timeout_seconds, sock_connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
     try:
-        # httpx times each read; the outer deadline also stops a server that answers a byte at a time.
-        async with (
-            asyncio.timeout(timeout_seconds),
-            client.stream(
-                method, url, content=content, headers=sent_headers, timeout=timeout, follow_redirects=False
-            ) as response,
-        ):
+        async with client.session().request(
+            method, url, data=content, headers=sent_headers, timeout=timeout, allow_redirects=False
+        ) as response:
             data = bytearray()
-            async for chunk in response.aiter_raw():
-                data += chunk[: limit - len(data)]
-                if len(data) >= limit:
+            while len(data) < limit:
+                chunk = await response.content.read(limit - len(data))
+                if not chunk:
                     break
-            return response, bytes(data)
+                data += chunk
+            return response.status, response.headers, bytes(data)
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise httpx.ConnectTimeout(f"{url} took no connection within {CONNECT_TIMEOUT_SECONDS} s") from exc
     except TimeoutError as exc:
         raise httpx.ReadTimeout(f"{url} did not answer in full within {timeout_seconds} s") from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    except aiohttp.ClientResponseError as exc:
+        raise httpx.RemoteProtocolError(f"{url} answered something that is not HTTP: {exc.message}") from exc
+    except aiohttp.ClientError as exc:
+        raise httpx.ReadError(str(exc) or type(exc).__name__) from exc

@@ -137,6 +137,11 @@ def check_syntax(url: str) -> None:
     _parse(url)
 
 
+def parts(url: str) -> tuple[str, str, int]:
+    """The scheme, host (ASCII) and port a URL calls, once its syntax is checked."""
+    return _parse(url)
+
+
 def normalized(url: str) -> str:
     """The URL as it is called, once its syntax is checked: an IPv4 address in another spelling (0177.0.0.1,
     127.1, 2130706433) is written the usual way, as browsers do, since HTTP clients disagree on the others."""

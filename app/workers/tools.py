@@ -5,8 +5,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import httpx
-
 from app.core import safe_http
 from app.handlers.base import HttpAnswer
 from app.services.artifacts import ArtifactStore
@@ -22,7 +20,7 @@ class SharedTools:
 
     pool: CpuPool
     store: ArtifactStore
-    http: httpx.AsyncClient  # a safe_http client: the SSRF guard checks each connection as it is dialled
+    http: safe_http.SafeClient  # the SSRF guard checks each connection as it is dialled
 
     def bind(self, client_id: str) -> "JobToolsImpl":
         return JobToolsImpl(self, client_id)

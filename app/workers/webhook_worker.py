@@ -18,7 +18,7 @@ from app.core.logging import worker_request_id
 from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
-from app.core.safe_http import safe_client
+from app.core.safe_http import SafeClient, safe_client
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
@@ -61,14 +61,13 @@ class WebhookWorker:
         )
         self.http = self._http_client()
 
-    def _http_client(self) -> httpx.AsyncClient:
+    def _http_client(self) -> SafeClient:
         # Pooled per (scheme, host, port), every connection checked where it is dialled (rule 12). Connections to
         # an endpoint stay within its in-flight cap (one per attempt); endpoints sharing a host do not share a cap.
         settings = self.resources.settings
         return safe_client(
             settings.webhook_allow_private_networks,
             max_connections=settings.webhook_max_connections,
-            max_keepalive=settings.webhook_max_connections,
             keepalive_seconds=settings.webhook_keepalive_seconds,
             dns_default_seconds=settings.webhook_dns_cache_seconds,
         )
