@@ -177,9 +177,12 @@ def serve(settings: Settings, processes: int = 1) -> int:
 
     host, port = settings.host, settings.port
     if processes == 1:
+        from app.core.collector import settle
         from app.main import create_app
 
-        uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+        app = create_app(settings)
+        settle()
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
         return 0
     # uvicorn's own worker processes behind one socket, each building the app from the environment. A scrape
     # reaches one of them, so they share their metric values in a folder (prometheus_client's multiprocess
@@ -207,8 +210,10 @@ def _share_metric_values(folder: Path) -> None:
 
 
 def run_worker(settings: Settings, kind: Literal["jobs", "webhooks"]) -> int:
+    from app.core.collector import settle
     from app.workers.process import run_worker_process
 
+    settle()
     run_loop(run_worker_process(settings, kind, _stop_signal))
     return 0
 

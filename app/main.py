@@ -27,6 +27,7 @@ from app.api.routes import (
 )
 from app.api.state import ApiState
 from app.core import metrics
+from app.core.collector import settle
 from app.core.config import Settings, get_settings
 from app.core.failpoints import Failpoints
 from app.core.logging import configure_logging
@@ -130,7 +131,9 @@ def app_from_environment() -> FastAPI:
     stay_with_parent()
     settings = get_settings()
     configure_logging(settings)
-    return create_app(settings)
+    app = create_app(settings)
+    settle()
+    return app
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
