@@ -151,11 +151,15 @@ async def test_fan_out_makes_one_delivery_per_endpoint_and_callback_however_ofte
     plain = await finished(engine, client_id)
     called = await finished(engine, client_id, callback_url="http://127.0.0.1:9/callback")
     plain_id, called_id = plain[0]["id"], called[0]["id"]
+    wanted_ids = [delivery_id(e, t) for e in (plain_id, called_id) for t in (endpoint_id, CALLBACK)]
 
     staged = await store(engine).fan_out([plain, called, plain])  # the first event twice in one batch
     await forget(engine, staged)
     assert [len(one) for one in staged] == [1, 2, 0]
     assert await store(engine).fan_out([called, plain]) == [[], []]  # published again: nothing new (rule 10)
+    async with engine.connect() as conn:  # and no message staged for it either
+        left = (await conn.execute(select(OUTBOX.c.message_id).where(OUTBOX.c.message_id.in_(wanted_ids)))).all()
+    assert left == []
 
     wanted = {
         delivery_id(plain_id, endpoint_id): (plain_id, endpoint_id, "http://127.0.0.1:9/hook"),

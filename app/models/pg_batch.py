@@ -335,6 +335,40 @@ async def insert_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]
     await conn.exec_driver_sql(INSERT_DELIVERIES, tuple([r[name] for r in rows] for name in _DELIVERY_NAMES))
 
 
+# A fan-out batch's new deliveries and their messages as one statement: a delivery already there (the same event
+# fanned out before, or by another worker at the same moment) is skipped by the unique index (rule 10), and only
+# the deliveries inserted here get an outbox row.
+STAGE_DELIVERIES = (
+    "WITH inserted AS (" + INSERT_DELIVERIES + " ON CONFLICT DO NOTHING RETURNING id) "
+    "INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
+    "SELECT o.exchange, o.routing_key, o.body, o.headers, o.priority, o.message_id, NULL, o.created_at FROM unnest("
+    + ", ".join(
+        f"${i}::{kind}[]"
+        for i, kind in enumerate(
+            ("varchar", "varchar", "bytea", "json", "int", "varchar", "timestamptz", "varchar"),
+            start=len(_DELIVERY_NAMES) + 1,
+        )
+    )
+    + ") WITH ORDINALITY AS o(exchange, routing_key, body, headers, priority, message_id, created_at, owner, n) "
+    "WHERE o.owner IN (SELECT id FROM inserted) ORDER BY o.n RETURNING id, message_id"
+)
+
+
+async def stage_deliveries(
+    conn: AsyncConnection, rows: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]]
+) -> dict[str, int]:
+    """Insert the deliveries that are not there yet, each with its message (`messages[i]` the outbox row of
+    `rows[i]`): the outbox id of each message staged, by message id."""
+    outbox = _outbox_columns(messages)
+    columns = (
+        *([r[name] for r in rows] for name in _DELIVERY_NAMES),
+        *outbox[:6],  # exchange, routing key, body, headers, priority, message id
+        outbox[7],  # created_at
+        [r["id"] for r in rows],
+    )
+    return {row.message_id: int(row.id) for row in await conn.exec_driver_sql(STAGE_DELIVERIES, columns)}
+
+
 # -- a claim batch as one statement -------------------------------------------------------------------------
 # The audit rows and events of the jobs a claim moves are built here, in SQL, from the rows as moved, so the
 # whole batch is one statement (a transaction by itself: no BEGIN, no COMMIT, no second statement for the rows

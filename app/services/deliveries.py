@@ -52,13 +52,41 @@ ROWS_PER_INSERT = 100  # 17 columns a row: within MSSQL's 2,100 parameters per s
 
 async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> list[list[Pending]]:
     """Insert the deliveries these events do not have yet, each with its message in the outbox, in a few
-    statements for the whole batch; one list of staged messages per event (empty when it had them all)."""
+    statements for the whole batch (one on PostgreSQL); one list of staged messages per event (empty when it
+    had them all)."""
     wanted = [[delivery_id(f.event["id"], t.key) for t in f.targets] for f in fanned]
     every = {i for ids in wanted for i in ids}
     if not every:
         return [[] for _ in fanned]
-    existing = set((await conn.execute(select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(every)))).scalars())
+    on_postgres = pg_batch.applies(conn)
+    # PostgreSQL skips the deliveries already there as it inserts (rule 10's unique index); elsewhere, look first.
+    existing: set[str] = set()
+    if not on_postgres:
+        existing = set((await conn.execute(select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(every)))).scalars())
     now = utcnow()
+    rows, owners = _new_rows(fanned, wanted, existing, now)
+    messages = [
+        delivery_outgoing(names, row["id"], row["request_id"], endpoint_key(row["endpoint_id"], row["url"]))
+        for row in rows
+    ]
+    staged: list[list[Pending]] = [[] for _ in fanned]
+    if on_postgres:
+        ids = await pg_batch.stage_deliveries(conn, rows, outbox.rows_of(messages, now))
+        for owner, message in zip(owners, messages, strict=True):
+            if message.message_id in ids:  # not fanned out before
+                staged[owner].append(Pending(ids[message.message_id], message))
+        return staged
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
+    for owner, pending in zip(owners, await outbox.add_many(conn, messages), strict=True):
+        staged[owner].append(pending)
+    return staged
+
+
+def _new_rows(
+    fanned: list[Fanned], wanted: list[list[str]], existing: set[str], now: datetime
+) -> tuple[list[Row], list[int]]:
+    """The delivery rows to insert, and the index of the event each is for."""
     rows: list[Row] = []
     owners: list[int] = []
     for index, (item, ids) in enumerate(zip(fanned, wanted, strict=True)):
@@ -69,19 +97,7 @@ async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> li
             existing.add(row_id)  # an event twice in one batch still makes one delivery (rule 10)
             rows.append(_delivery_row(row_id, item, target, job, now))
             owners.append(index)
-    if rows and pg_batch.applies(conn):
-        await pg_batch.insert_deliveries(conn, rows)
-    else:
-        for start in range(0, len(rows), ROWS_PER_INSERT):
-            await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
-    messages = [
-        delivery_outgoing(names, row["id"], row["request_id"], endpoint_key(row["endpoint_id"], row["url"]))
-        for row in rows
-    ]
-    staged: list[list[Pending]] = [[] for _ in fanned]
-    for owner, pending in zip(owners, await outbox.add_many(conn, messages), strict=True):
-        staged[owner].append(pending)
-    return staged
+    return rows, owners
 
 
 def _delivery_row(row_id: str, item: Fanned, target: Target, job: Row, now: datetime) -> Row:

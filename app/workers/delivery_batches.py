@@ -14,9 +14,8 @@ from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
 from app.services.transitions import Row
 from app.workers.job_store import Drop
-from app.workers.webhook_store import Claim, Recording, Send, WebhookStore
+from app.workers.webhook_store import Claim, Event, Recording, Send, WebhookStore
 
-Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
 Gating = tuple[Row, bool] | Result  # an admission asked (the delivery, whether an operator sent it), or an outcome
 
 

@@ -25,6 +25,7 @@ from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.retry_policy import DeadLetter, Retry
 
 BODY_LIMIT = 4096
+Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
 GONE = 410
 
 
@@ -87,21 +88,27 @@ class WebhookStore:
     lease_seconds: float
     disable_after_seconds: float
 
-    async def fan_out(self, events: list[tuple[Row, bytes, str | None]]) -> list[list[Pending]]:
+    async def fan_out(self, events: list[Event]) -> list[list[Pending]]:
         """One delivery per matching endpoint (and callback URL) for each event; a twice-published event adds
         none. The messages to publish, one list per event."""
+        if pg_batch.applies(self.engine):  # the endpoints read, then one statement that skips what is there
+            async with pg_batch.autocommit(self.engine) as conn:
+                return await self._fan_out_on(conn, events)
         for _ in range(2):
             try:
                 async with self.engine.begin() as conn:
-                    targets = await deliveries.targets_for(conn, [event for event, _, _ in events])
-                    fanned = [
-                        deliveries.Fanned(event, body, found, request_id)
-                        for (event, body, request_id), found in zip(events, targets, strict=True)
-                    ]
-                    return await deliveries.stage(conn, self.names, fanned)
+                    return await self._fan_out_on(conn, events)
             except IntegrityError:
                 continue  # another worker fanned the same event out at the same moment: look again
         raise RuntimeError("fan-out kept racing another worker on the same events")
+
+    async def _fan_out_on(self, conn: AsyncConnection, events: list[Event]) -> list[list[Pending]]:
+        targets = await deliveries.targets_for(conn, [event for event, _, _ in events])
+        fanned = [
+            deliveries.Fanned(event, body, found, request_id)
+            for (event, body, request_id), found in zip(events, targets, strict=True)
+        ]
+        return await deliveries.stage(conn, self.names, fanned)
 
     async def claim(self, delivery_ids: list[str]) -> list[Claim]:
         """Take the deliveries' leases by one compare-and-set, so two live workers never send one at once."""
