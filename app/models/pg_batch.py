@@ -7,6 +7,7 @@ portable statements (`app/services/transitions.py`, `app/services/outbox.py`, `a
 which the tests run too.
 """
 
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -211,12 +212,28 @@ INSERT_JOBS = (
 )
 
 
-async def insert_jobs(conn: AsyncConnection, rows: Sequence[Any]) -> None:
-    """New jobs, every column given, one statement."""
-    columns = tuple(
+def _job_columns(rows: Sequence[Any]) -> tuple[list[Any], ...]:
+    return tuple(
         [_json(r[name]) for r in rows] if kind == "json" else [r[name] for r in rows] for name, kind in JOB_COLUMNS
     )
-    await conn.exec_driver_sql(INSERT_JOBS, columns)
+
+
+def _shifted(sql: str, by: int) -> str:
+    """`sql` with each $n placeholder numbered n + by, to follow another statement's parameters."""
+    return re.sub(r"\$(\d+)", lambda found: f"${int(found.group(1)) + by}", sql)
+
+
+# New jobs with their audit rows and their outbox rows as one statement (a transaction by itself when sent alone).
+SAVE_JOBS = "WITH new_jobs AS (" + _shifted(INSERT_JOBS, 12) + "), " + INSERT_EVENTS_AND_OUTBOX.removeprefix("WITH ")
+
+
+async def save_jobs(
+    conn: AsyncConnection, jobs: Sequence[Any], trail: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
+) -> list[int]:
+    """New jobs (every column given), their audit rows and their outbox rows in one statement; the outbox ids in
+    the order of `rows`."""
+    columns = (*_outbox_columns(rows), *_event_columns(trail), *_job_columns(jobs))
+    return sorted(int(row[0]) for row in await conn.exec_driver_sql(SAVE_JOBS, columns))
 
 
 CLAIM_DELIVERIES = (

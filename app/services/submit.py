@@ -132,11 +132,8 @@ def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now
 
 
 async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Pending]:
-    """Jobs, their `created` audit rows and their outbox rows, one statement each, in the caller's transaction."""
-    if pg_batch.applies(conn):
-        await pg_batch.insert_jobs(conn, [d.job for d in drafts])
-    else:
-        await conn.execute(INSERT_JOBS, [d.job for d in drafts])
+    """Jobs, their `created` audit rows and their outbox rows: one statement on PostgreSQL, one statement each
+    elsewhere, in the caller's transaction (or, on PostgreSQL, alone as a transaction of its own)."""
     trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
     events = [
         {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
@@ -148,10 +145,16 @@ async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[
         for d in drafts
         if d.scheduled
     ]
-    await audit_many(conn, events)
     # A job message's row queues its job once published; a scheduled job's row is an event, like any other.
     owners = [None if d.scheduled else d.job["id"] for d in drafts]
-    return await outbox_rows.add_many(conn, [d.message for d in drafts], owners)
+    messages = [d.message for d in drafts]
+    if pg_batch.applies(conn):
+        rows = outbox_rows.rows_of(messages, utcnow(), owners)
+        ids = await pg_batch.save_jobs(conn, [d.job for d in drafts], events, rows)
+        return [Pending(i, m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
+    await conn.execute(INSERT_JOBS, [d.job for d in drafts])
+    await audit_many(conn, events)
+    return await outbox_rows.add_many(conn, messages, owners)
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,9 @@ class Submitter:
         fresh = [draft for one in filed for draft in one.inserted]
         if not fresh:
             return filed
-        async with self._engine.begin() as conn:
+        # On PostgreSQL the save is one statement, sent alone: a transaction by itself, no BEGIN or COMMIT.
+        opened = pg_batch.autocommit(self._engine) if pg_batch.applies(self._engine) else self._engine.begin()
+        async with opened as conn:
             staged = await insert_drafts(conn, fresh)
         self._failpoints.hit(Failpoint.AFTER_SUBMIT_COMMIT)
         metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
