@@ -242,3 +242,11 @@ def test_the_socket_of_every_dial_is_opened_only_for_an_allowed_address() -> Non
     sock = client.guard.socket_for((socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (ALLOWED, 80)))
     sock.close()
     assert dials == [(ALLOWED, 80)]
+
+
+async def test_a_closed_client_closes_its_connections_and_opens_a_new_pool_when_used_again(server: Server) -> None:
+    async with guarded() as client:
+        assert (await post(client, server.url(), b"{}", {}, 5)).status_code == 200
+        await client.aclose()  # a worker stopped, then started again
+        assert (await post(client, server.url(), b"{}", {}, 5)).status_code == 200
+    assert server.connections == 2

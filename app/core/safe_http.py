@@ -142,7 +142,8 @@ class GuardedResolver(AbstractResolver):
 
 @dataclass
 class SafeClient:
-    """One pooled session behind the guard, opened on its first request (inside the running loop)."""
+    """One pooled session behind the guard, opened on its first request (inside the running loop) and again on
+    the first one after `aclose`."""
 
     guard: Guard
     max_connections: int
@@ -150,11 +151,8 @@ class SafeClient:
     keepalive_seconds: float
     tls: ssl.SSLContext | bool
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
-    is_closed: bool = field(default=False, init=False)
 
     def session(self) -> aiohttp.ClientSession:
-        if self.is_closed:
-            raise RuntimeError("this HTTP client was closed")
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self.max_connections,
@@ -179,9 +177,10 @@ class SafeClient:
         return self._session
 
     async def aclose(self) -> None:
-        self.is_closed = True
-        if self._session is not None:
-            await self._session.close()
+        """Close the pool and its connections; a later request opens a new pool (a worker started again)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     async def __aenter__(self) -> "SafeClient":
         return self

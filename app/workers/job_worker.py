@@ -122,6 +122,7 @@ class JobWorker:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
         self.tools.pool.close()
+        await self.tools.http.aclose()
         await self.breakers.flush()
 
     async def _handle(self, message: AbstractIncomingMessage) -> None:

@@ -85,8 +85,6 @@ class WebhookWorker:
         return (self.fanout, self.senders)
 
     async def start(self) -> None:
-        if self.http.is_closed:  # started again after a stop
-            self.http = self._http_client()
         self.batches.reopen()
         await self.fanout.start()
         await self.senders.start()
