@@ -129,3 +129,52 @@ async def test_a_finish_batch_holding_a_stale_run_of_the_same_job_records_only_t
     assert [r["event"] for r in trail] == ["running", "succeeded"]
     staged = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [recorded[1].message.message_id or ""])
     assert [r["id"] for r in staged] == [recorded[1].id]
+
+
+async def test_the_confirmation_statement_queues_pending_jobs_with_python_built_events_and_drops_the_rows(
+    db: AsyncEngine,
+) -> None:
+    ids = await add(db, *(make_job(**{"status": "pending", **extra}) for extra in TRICKY))
+    running = await add(db, make_job(status="running", seq=2))  # moved on already: left as it is
+    async with db.begin() as conn:
+        confirmed = [
+            int(i)
+            for i in (
+                await conn.execute(
+                    insert(OUTBOX).returning(OUTBOX.c.id),
+                    [
+                        {
+                            "exchange": "x",
+                            "routing_key": "k",
+                            "body": b"{}",
+                            "headers": {},
+                            "message_id": job_id,
+                            "job_id": job_id,
+                            "created_at": datetime.now(UTC),
+                        }
+                        for job_id in [*ids, *running]
+                    ],
+                )
+            ).scalars()
+        ]
+    now = datetime(2026, 12, 2, 5, 6, 7, 890, tzinfo=UTC)
+    async with pg_batch.autocommit(db) as conn:
+        moved = await pg_batch.queue_recorded(conn, [*ids, *running], now, NAMES.events_exchange, confirmed)
+
+    assert sorted(one.row["id"] for one in moved) == sorted(ids)
+    for one in moved:
+        assert (one.source, one.row["status"], one.row["updated_at"]) == ("pending", "queued", now)
+        expected = job_event(NAMES, one.row, now)
+        _, key, body, headers, message_id = one.event
+        assert body == expected.body  # byte for byte, as Python writes it
+        assert (key, headers, message_id) == (expected.routing_key, expected.headers, expected.message_id)
+    assert await rows_of(db, OUTBOX, OUTBOX.c.job_id, [*ids, *running]) == []  # the confirmed rows are gone
+    staged = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [one.event[4] for one in moved])
+    assert len(staged) == len(ids)
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [*ids, *running])
+    by_job = {one.row["id"]: one.row for one in moved}
+    assert [(r["job_id"] in ids, r["event"], r["created_at"]) for r in trail] == [(True, "queued", now)] * len(ids)
+    for r in trail:
+        detail = r["detail"] if isinstance(r["detail"], dict) else loads(r["detail"])
+        assert detail == {"from": "pending", "to": "queued", "attempt": by_job[r["job_id"]]["attempts"]}
+    assert [r["status"] for r in await rows_of(db, JOBS, JOBS.c.id, running)] == ["running"]

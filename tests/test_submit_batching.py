@@ -97,7 +97,7 @@ async def test_concurrent_single_submits_share_transactions(api: Api) -> None:
     assert flushes < 50  # items > batches: submits shared transactions
     assert sum("INSERT INTO jobs " in s for s in sent) == flushes
     # The confirmations were group-committed too: fewer pending -> queued UPDATEs than submits.
-    assert 1 <= sum(s.startswith("UPDATE jobs SET status") for s in sent) <= flushes
+    assert 1 <= sum("UPDATE jobs SET status" in s for s in sent) <= flushes
     assert [e["event"] for e in await trail(api, headers, jobs[0]["id"])] == ["created", "queued"]
 
 

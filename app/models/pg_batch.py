@@ -431,6 +431,30 @@ _QUEUED_STEP = {
     "started_at": "NULL",
 }
 _JOB_NAMES = [name for name, _ in JOB_COLUMNS]
+
+
+def _recorded(now: str, exchange: str) -> str:
+    """What follows a CTE `moved` (the moved rows, each with its `source` status): the audit row and the staged
+    event of each, and the rows with their events, in the order of the steps; `now` and `exchange` are the
+    statement's placeholders for those values."""
+    return (
+        "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
+        "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
+        f"|| ',\"attempt\":' || m.attempts || '}}')::json, {now} FROM moved AS m ORDER BY m.id, m.seq), "
+        "staged AS (INSERT INTO outbox "
+        "(exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
+        f"SELECT {exchange}, 'job.' || m.job_type || '.' || m.status, convert_to(" + _EVENT_BODY + ", 'UTF8'), "
+        "CASE WHEN coalesce(m.request_id, '') = '' THEN '{}'::json "
+        "ELSE json_build_object('x-request-id', m.request_id) END, NULL, "
+        + _EVENT_ID
+        + f", NULL, {now} FROM moved AS m ORDER BY m.id, m.seq "
+        "RETURNING id, routing_key, body, headers, message_id) "
+        "SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, s.headers AS event_headers, "
+        "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID + " "
+        "ORDER BY m.id, m.seq"
+    )
+
+
 CLAIM_RECORDED = (
     "WITH claimed AS (UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
     "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
@@ -442,17 +466,16 @@ CLAIM_RECORDED = (
     "FROM claimed AS c UNION ALL SELECT "
     + ", ".join(f"{_QUEUED_STEP.get(name, 'c.' + name)} AS {name}" for name in _JOB_NAMES)
     + ", 'pending'::varchar FROM claimed AS c WHERE c.was = 'pending'), "
-    "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
-    "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
-    "|| ',\"attempt\":' || m.attempts || '}')::json, $3 FROM moved AS m ORDER BY m.id, m.seq), "
-    "staged AS (INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
-    "SELECT $4, 'job.' || m.job_type || '.' || m.status, convert_to(" + _EVENT_BODY + ", 'UTF8'), "
-    "CASE WHEN coalesce(m.request_id, '') = '' THEN '{}'::json ELSE json_build_object('x-request-id', m.request_id) "
-    "END, NULL, " + _EVENT_ID + ", NULL, $3 FROM moved AS m ORDER BY m.id, m.seq "
-    "RETURNING id, routing_key, body, headers, message_id) "
-    "SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, s.headers AS event_headers, "
-    "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID + " "
-    "ORDER BY m.id, m.seq"
+    + _recorded("$3", "$4")
+)
+# pending -> queued for the jobs whose messages the broker confirmed, with their audit rows and events, and the
+# confirmed outbox rows deleted, as one statement (the API's and the relay's confirmations).
+QUEUE_RECORDED = (
+    "WITH moved AS (UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $2 "
+    "WHERE id = ANY($1::varchar[]) AND status = 'pending' RETURNING "
+    + ", ".join(f"jobs.{name}" for name in _JOB_NAMES)
+    + ", 'pending'::varchar AS source), "
+    "gone AS (DELETE FROM outbox WHERE id = ANY($4::bigint[])), " + _recorded("$2", "$3")
 )
 
 
@@ -472,8 +495,20 @@ async def claim_recorded(
     """Rule 3's claim for a batch as one statement: the pending or queued among `job_ids` within their budget
     running, each step (pending -> queued, queued -> running) with its audit row and its event staged in the
     outbox, in the order of the steps."""
+    return _moved(await conn.exec_driver_sql(CLAIM_RECORDED, (job_ids, lease, now, events_exchange)))
+
+
+async def queue_recorded(
+    conn: AsyncConnection, job_ids: list[str], now: datetime, events_exchange: str, confirmed: list[int]
+) -> list[Recorded]:
+    """pending -> queued for the pending among `job_ids`, each with its audit row and its event staged, and the
+    outbox rows `confirmed` deleted, as one statement."""
+    return _moved(await conn.exec_driver_sql(QUEUE_RECORDED, (job_ids, now, events_exchange, confirmed)))
+
+
+def _moved(result: Any) -> list[Recorded]:
     moved: list[Recorded] = []
-    for record in await conn.exec_driver_sql(CLAIM_RECORDED, (job_ids, lease, now, events_exchange)):
+    for record in result:
         row = dict(record._mapping)
         event = (
             int(row.pop("outbox_id")),

@@ -24,8 +24,9 @@ ROWS_PER_STATEMENT = 500  # keeps every IN list within MSSQL's 2,100 parameters
 INSERT_ROW = insert(OUTBOX)
 INSERT_MANY = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
 
-# Called in the same transaction that deletes published job messages' rows (pending -> queued).
-AfterJobPublish = Callable[[AsyncConnection, list[str]], Awaitable[list["Pending"]]]
+# Moves the jobs whose messages were confirmed pending -> queued and deletes the confirmed rows (the second
+# list), in the caller's transaction; returns the events it staged.
+AfterJobPublish = Callable[[AsyncConnection, list[str], list[int]], Awaitable[list["Pending"]]]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ def rows_of(messages: list[Outgoing], now: datetime, job_ids: list[str | None] |
 async def drop(conn: AsyncConnection, ids: list[int]) -> None:
     """Delete published rows, in the caller's transaction."""
     await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
+
+
+def staged_event(exchange: str, event: tuple[int, str, bytes, dict[str, Any], str]) -> Pending:
+    """An event a statement staged in SQL: (outbox id, routing key, body, headers, message id)."""
+    outbox_id, key, body, headers, message_id = event
+    return Pending(outbox_id, Outgoing(exchange, key, body, headers, message_id=message_id, mandatory=False))
 
 
 def _from_row(row: Any, pubsub: frozenset[str]) -> Pending:
@@ -174,15 +181,18 @@ class Outbox:
         return [None] * len(batches)
 
     async def _forget(self, rows: list[Pending]) -> None:
-        """Delete confirmed rows and move their jobs pending -> queued, in one transaction; publish what follows."""
+        """Delete confirmed rows and move their jobs pending -> queued; publish what follows. On PostgreSQL each
+        chunk is one statement, a transaction by itself; elsewhere all of them share one transaction."""
         follow: list[Pending] = []
-        async with self._engine.begin() as conn:
+        alone = pg_batch.applies(self._engine)
+        async with pg_batch.autocommit(self._engine) if alone else self._engine.begin() as conn:
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 chunk = rows[start : start + ROWS_PER_STATEMENT]
                 job_ids = [row.job_id for row in chunk if row.job_id is not None]
                 if job_ids and self.after_job_publish is not None:
-                    follow += await self.after_job_publish(conn, job_ids)
-                await drop(conn, [row.id for row in chunk])
+                    follow += await self.after_job_publish(conn, job_ids, [row.id for row in chunk])
+                else:
+                    await drop(conn, [row.id for row in chunk])
         self.publish_soon(follow)
 
     async def flush(self) -> None:

@@ -6,7 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.resources import Resources
 from app.services.outbox import Outbox, Pending
-from app.services.transitions import queue_pending
+from app.services.transitions import queue_confirmed
 
 
 def make_outbox(resources: Resources) -> Outbox:
@@ -19,5 +19,7 @@ def make_outbox(resources: Resources) -> Outbox:
     return outbox
 
 
-async def _mark_queued(resources: Resources, conn: AsyncConnection, job_ids: list[str]) -> list[Pending]:
-    return [staged for _, staged in await queue_pending(conn, resources.names, job_ids)]
+async def _mark_queued(
+    resources: Resources, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]
+) -> list[Pending]:
+    return await queue_confirmed(conn, resources.names, job_ids, confirmed)

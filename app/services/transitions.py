@@ -176,6 +176,19 @@ async def queue_pending(conn: AsyncConnection, names: Names, job_ids: list[str])
     return await record(conn, names, await cas_pending(conn, job_ids))
 
 
+async def queue_confirmed(
+    conn: AsyncConnection, names: Names, job_ids: list[str], confirmed: list[int]
+) -> list[Pending]:
+    """`queue_pending` for jobs whose messages the broker confirmed, and their outbox rows (`confirmed`) deleted:
+    the events it staged. One statement on PostgreSQL."""
+    if pg_batch.applies(conn):
+        moved = await pg_batch.queue_recorded(conn, sorted(set(job_ids)), utcnow(), names.events_exchange, confirmed)
+        return [outbox.staged_event(names.events_exchange, one.event) for one in moved]
+    staged = [pending for _, pending in await queue_pending(conn, names, job_ids)]
+    await outbox.drop(conn, confirmed)
+    return staged
+
+
 async def cas_pending(conn: AsyncConnection, job_ids: list[str]) -> list[Move]:
     """`queue_pending`'s UPDATE alone. `pending` has one way in and leaves only by a move guarded like this one,
     so the status is the whole compare-and-set; no row needs reading first. Both the confirmation of a publish

@@ -9,7 +9,6 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.broker import Outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models import pg_batch
@@ -18,7 +17,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services import outbox
-from app.services.outbox import Pending
+from app.services.outbox import Pending, staged_event
 from app.services.transitions import (
     Change,
     Move,
@@ -135,7 +134,7 @@ class JobStore:
         if pg_batch.applies(self.engine):
             async with pg_batch.autocommit(self.engine) as conn:
                 moved = await pg_batch.claim_recorded(conn, ids, now, lease, self.names.events_exchange)
-            staged = [(job_row(one.row), _pending(self.names, one.event)) for one in moved]
+            staged = [(job_row(one.row), staged_event(self.names.events_exchange, one.event)) for one in moved]
         else:
             async with self.engine.begin() as conn:
                 queued = await cas_pending(conn, ids)
@@ -272,14 +271,6 @@ def _after(earlier: list[Pending], verdict: Any) -> Any:
     if isinstance(verdict, ToDeadLetters):
         return ToDeadLetters([*earlier, *verdict.events])
     return verdict
-
-
-def _pending(names: Names, event: tuple[int, str, bytes, Row, str]) -> Pending:
-    """An event the claim statement staged: (outbox id, routing key, body, headers, message id)."""
-    outbox_id, key, body, headers, message_id = event
-    return Pending(
-        outbox_id, Outgoing(names.events_exchange, key, body, headers, message_id=message_id, mandatory=False)
-    )
 
 
 def _final(verdict: Verdict | Take) -> Verdict:
