@@ -32,6 +32,17 @@ async def rows_of(engine: AsyncEngine, table: Any, column: Any, ids: list[str]) 
         return [dict(row._mapping) for row in result]
 
 
+def assert_as_python(moved: list[pg_batch.Recorded], step: tuple[str, str], now: datetime) -> None:
+    """Each moved row made the step at `now`, and its staged event is what `job_event` builds in Python."""
+    for one in moved:
+        assert (one.source, one.row["status"], one.row["updated_at"]) == (*step, now)
+        expected = job_event(NAMES, one.row, now)
+        outbox_id, key, body, headers, message_id = one.event
+        assert body == expected.body  # byte for byte, as Python writes it
+        assert (key, headers, message_id) == (expected.routing_key, expected.headers, expected.message_id)
+        assert outbox_id > 0
+
+
 TRICKY = [
     {"payload": {"text": 'quote " backslash \\ newline \n tab \t bell \x07 é 漢字 🙂', "n": [1, 2.5, None, True]}},
     {"request_id": "req-1", "idempotency_key": 'key "one"', "callback_url": "http://127.0.0.1:9/hook?a=1&b=é"},
@@ -51,13 +62,7 @@ async def test_the_claim_statement_stages_the_events_and_audit_rows_python_build
         moved = await pg_batch.claim_recorded(conn, ids, now, now + timedelta(seconds=30), NAMES.events_exchange)
 
     assert sorted(one.row["id"] for one in moved) == sorted(ids)
-    for one in moved:
-        assert (one.source, one.row["status"], one.row["updated_at"]) == ("queued", "running", now)
-        expected = job_event(NAMES, one.row, now)
-        outbox_id, key, body, headers, message_id = one.event
-        assert body == expected.body  # byte for byte, as Python writes it
-        assert (key, headers, message_id) == (expected.routing_key, expected.headers, expected.message_id)
-        assert outbox_id > 0
+    assert_as_python(moved, ("queued", "running"), now)
     stored = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [one.event[4] for one in moved])
     assert sorted(bytes(r["body"]) for r in stored) == sorted(one.event[2] for one in moved)
     trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, ids)
@@ -162,12 +167,7 @@ async def test_the_confirmation_statement_queues_pending_jobs_with_python_built_
         moved = await pg_batch.queue_recorded(conn, [*ids, *running], now, NAMES.events_exchange, confirmed)
 
     assert sorted(one.row["id"] for one in moved) == sorted(ids)
-    for one in moved:
-        assert (one.source, one.row["status"], one.row["updated_at"]) == ("pending", "queued", now)
-        expected = job_event(NAMES, one.row, now)
-        _, key, body, headers, message_id = one.event
-        assert body == expected.body  # byte for byte, as Python writes it
-        assert (key, headers, message_id) == (expected.routing_key, expected.headers, expected.message_id)
+    assert_as_python(moved, ("pending", "queued"), now)
     assert await rows_of(db, OUTBOX, OUTBOX.c.job_id, [*ids, *running]) == []  # the confirmed rows are gone
     staged = await rows_of(db, OUTBOX, OUTBOX.c.message_id, [one.event[4] for one in moved])
     assert len(staged) == len(ids)
