@@ -9,7 +9,7 @@ which the tests run too.
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,12 @@ async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     async with engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         yield conn
+
+
+def one_transaction(engine: AsyncEngine) -> AbstractAsyncContextManager[AsyncConnection]:
+    """A connection for work that is one statement on PostgreSQL (sent alone: `autocommit`) and several
+    statements in one transaction elsewhere."""
+    return autocommit(engine) if applies(engine) else engine.begin()
 
 
 async def insert_events(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:

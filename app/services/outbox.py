@@ -184,8 +184,7 @@ class Outbox:
         """Delete confirmed rows and move their jobs pending -> queued; publish what follows. On PostgreSQL each
         chunk is one statement, a transaction by itself; elsewhere all of them share one transaction."""
         follow: list[Pending] = []
-        alone = pg_batch.applies(self._engine)
-        async with pg_batch.autocommit(self._engine) if alone else self._engine.begin() as conn:
+        async with pg_batch.one_transaction(self._engine) as conn:
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 chunk = rows[start : start + ROWS_PER_STATEMENT]
                 job_ids = [row.job_id for row in chunk if row.job_id is not None]

@@ -226,9 +226,7 @@ class Submitter:
         fresh = [draft for one in filed for draft in one.inserted]
         if not fresh:
             return filed
-        # On PostgreSQL the save is one statement, sent alone: a transaction by itself, no BEGIN or COMMIT.
-        opened = pg_batch.autocommit(self._engine) if pg_batch.applies(self._engine) else self._engine.begin()
-        async with opened as conn:
+        async with pg_batch.one_transaction(self._engine) as conn:  # on PostgreSQL the save is one statement
             staged = await insert_drafts(conn, fresh)
         self._failpoints.hit(Failpoint.AFTER_SUBMIT_COMMIT)
         metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
