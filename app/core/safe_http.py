@@ -89,9 +89,8 @@ class Guard:
 
     async def checked_addresses(self, host: str, port: int) -> list[Address]:
         """The addresses to dial for `host`, checked on every dial (cached answers too: the cache is not trusted)."""
-        literal = ssrf.literal(host)
-        if literal is not None:  # 0x7f.1 and 2130706433 too: judged as the address they are, never looked up
-            self._check(host, literal, looked_up=False)
+        literal = self.checked_literal(host)
+        if literal is not None:
             return [literal]
         try:
             answer = [ipaddress.ip_address(address) for address in await self.dns.resolve(host, port)]
@@ -101,6 +100,14 @@ class Guard:
         for address in answer:
             self._check(host, address, looked_up=True)
         return answer
+
+    def checked_literal(self, host: str) -> Address | None:
+        """The address a host names by itself (0x7f.1 and 2130706433 too: judged as the address they are, never
+        looked up), once checked; None for a name."""
+        literal = ssrf.literal(host)
+        if literal is not None:
+            self._check(host, literal, looked_up=False)
+        return literal
 
     def socket_for(self, info: Any) -> socket.socket:
         """The socket a dial opens (aiohttp's socket factory), for an address checked here once more."""
@@ -267,10 +274,8 @@ async def _exchange(
     timeout_seconds: float,
     limit: int,
 ) -> tuple[int, Mapping[str, str], bytes]:
-    url = ssrf.normalized(url)
-    _, host, port = ssrf.parts(url)
-    if ssrf.literal(host) is not None:  # aiohttp dials an address without asking the resolver: judged here
-        await client.guard.checked_addresses(host, port)
+    url, host, _ = ssrf.destination(url)
+    client.guard.checked_literal(host)  # aiohttp dials an address without asking the resolver: judged here
     # Identity encoding: the cap counts bytes on the wire, so no decompression bomb gets past it. The whole
     # exchange is timed as one, so a server that answers a byte at a time is stopped too.
     sent_headers = {**headers, "Accept-Encoding": "identity"}

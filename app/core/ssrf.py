@@ -137,21 +137,17 @@ def check_syntax(url: str) -> None:
     _parse(url)
 
 
-def parts(url: str) -> tuple[str, str, int]:
-    """The scheme, host (ASCII) and port a URL calls, once its syntax is checked."""
-    return _parse(url)
-
-
-def normalized(url: str) -> str:
-    """The URL as it is called, once its syntax is checked: an IPv4 address in another spelling (0177.0.0.1,
-    127.1, 2130706433) is written the usual way, as browsers do, since HTTP clients disagree on the others."""
-    _, host, _ = _parse(url)
+def destination(url: str) -> tuple[str, str, int]:
+    """The URL as it is called, with its host (ASCII) and port, once its syntax is checked: an IPv4 address in
+    another spelling (0177.0.0.1, 127.1, 2130706433) is written the usual way, as browsers do, since HTTP clients
+    disagree on the others."""
+    _, host, port = _parse(url)
     address = literal(host)
     if address is None or address.version != 4 or host == str(address):
-        return url
+        return url, host, port
     parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port is not None else ""
-    return parts._replace(netloc=f"{address}{port}").geturl()
+    shown = f":{parts.port}" if parts.port is not None else ""
+    return parts._replace(netloc=f"{address}{shown}").geturl(), str(address), port
 
 
 def refusal(ip: Address) -> str | None:
