@@ -175,6 +175,19 @@ async def test_the_cap_holds_within_a_batch_and_across_batches_until_slots_are_f
     assert await guard.admit_many(asks(key, 3)) == [SEND, SEND, BUSY]
 
 
+async def test_a_success_hands_its_slot_to_its_heir_and_a_failure_frees_it(redis: Redis, clock: Clock) -> None:
+    guard, key = endpoints(redis, clock, cap=1), fresh("ep")
+    first = asks(key, 1)
+    assert await guard.admit_many(first) == [SEND]
+    heir, other = fresh("d"), asks(key, 1)
+    assert await guard.done_many([Result(key, first[0].delivery_id, True, heir)]) == set()
+    assert await guard.admit_many(other) == [BUSY]  # the heir holds the slot now
+    members = await redis.zrange(NAMES.endpoint_inflight_key(key), 0, -1)
+    assert [m.decode() for m in members] == [heir]
+    assert await guard.done_many([Result(key, heir, False, fresh("d"))]) == set()  # a failure hands nothing on
+    assert await guard.admit_many(other) == [SEND]
+
+
 async def test_a_busy_endpoint_keeps_its_probe_for_an_ask_that_can_send(redis: Redis, clock: Clock) -> None:
     guard, key = endpoints(redis, clock, cap=1), fresh("ep")
     holder = asks(key, 1)

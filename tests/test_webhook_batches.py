@@ -24,7 +24,7 @@ from app.services.deliveries import parse_event
 from app.services.outbox import Pending
 from app.services.relay import make_outbox
 from app.workers.delivery_batches import DeliveryBatches, Event
-from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots
+from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
@@ -286,9 +286,40 @@ async def test_a_fast_endpoints_delivery_waits_for_a_slot_and_gets_it_when_one_f
     waiting = asyncio.create_task(slots.take("fast"))
     await asyncio.sleep(0)
     assert not waiting.done() and slots.full("fast")
-    slots.give("fast", FAST)
-    assert await waiting is True
+    assert slots.give("fast", FAST) is None  # nothing succeeded: nothing handed over in Redis
+    assert await waiting == Slot()  # a plain slot: its delivery asks for admission
     assert slots.full("fast")  # the freed slot went to the waiter: one in flight, never two
+    slots.give("fast", FAST)
+    assert not slots.full("fast")
+
+
+async def test_a_success_hands_its_slot_to_the_first_delivery_waiting_and_names_it() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    assert await slots.take("fast", "a") == Slot()
+    first = asyncio.create_task(slots.take("fast", "b"))
+    second = asyncio.create_task(slots.take("fast", "c"))
+    await asyncio.sleep(0)
+    assert slots.give("fast", FAST, succeeded="a") == "b"  # first come, first served
+    assert await first == Slot(heir_of="a")  # sent without asking: a's success closed the circuit
+    assert not second.done() and slots.full("fast")
+    assert slots.give("fast", FAST) is None  # b failed (or was not sent): c gets a plain slot and asks
+    assert await second == Slot()
+    slots.give("fast", FAST)
+    assert not slots.full("fast")
+
+
+async def test_a_delivery_that_gave_up_waiting_is_not_handed_a_slot() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    assert await slots.take("fast", "a")
+    impatient = asyncio.create_task(slots.take("fast", "b"))
+    await asyncio.sleep(0)
+    impatient.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await impatient
+    patient = asyncio.create_task(slots.take("fast", "c"))
+    await asyncio.sleep(0)
+    assert slots.give("fast", FAST, succeeded="a") == "c"
+    assert await patient == Slot(heir_of="a")
     slots.give("fast", FAST)
     assert not slots.full("fast")
 
@@ -299,7 +330,7 @@ async def test_a_fast_endpoints_delivery_gives_up_once_its_bound_passes() -> Non
     assert await slots.take("fast")
     loop = asyncio.get_running_loop()
     started = loop.time()
-    assert await slots.take("fast") is False
+    assert await slots.take("fast") is None
     assert bound <= loop.time() - started < bound + 1
     assert slots.full("fast")  # still the one attempt in flight
 
@@ -312,7 +343,7 @@ async def test_a_slow_endpoints_delivery_does_not_wait_at_all() -> None:
     taking = slots.take("slow")
     with pytest.raises(StopIteration) as finished:
         taking.send(None)  # it returns without ever suspending: no wait at all
-    assert finished.value.value is False
+    assert finished.value.value is None
     assert slots.full("slow") and not slots.full("other")
     assert await slots.take("other")  # another endpoint is not held up by it
 
@@ -346,7 +377,7 @@ async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_wa
     assert slots.wait_bound("new") == FIRST_WAIT_SECONDS  # a short wait, until it is known
     now[0] += SLOW_SECONDS + 0.1  # ... but no slot freed for longer than that
     assert slots.wait_bound("new") == 0.0
-    assert await slots.take("new") is False
+    assert await slots.take("new") is None
     slots.give("new", SLOW_SECONDS + 0.1)
     assert await slots.take("new")  # the freed slot is taken at once
     assert slots.wait_bound("new") == 0.0  # slow on average now, though a slot just moved

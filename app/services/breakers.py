@@ -138,16 +138,21 @@ end
 return out
 """
 )
-# KEYS: (breaker, probe, in-flight set) per result. ARGV[8..]: (delivery id, failed 1/0) per result.
+# KEYS: (breaker, probe, in-flight set) per result. ARGV[8..]: (delivery id, failed 1/0, heir or '') per result.
+# A success's heir takes over its slot (the success closed the circuit, so the heir was sent without asking).
 # Returns the positions (1-based) of the results that opened their circuit.
 DONE = (
     MACHINE
     + """
 local opened = {}
 for i = 1, #KEYS / 3 do
-  local k, a = 3 * i - 2, 6 + 2 * i
+  local k, a = 3 * i - 2, 5 + 3 * i
   redis.call('zrem', KEYS[k + 2], ARGV[a])
   if count(KEYS[k], KEYS[k + 1], ARGV[a], 1, tonumber(ARGV[a + 1])) == 'opened' then opened[#opened + 1] = i end
+  if ARGV[a + 2] ~= '' then
+    redis.call('zadd', KEYS[k + 2], ARGV[1], ARGV[a + 2])
+    redis.call('expire', KEYS[k + 2], math.ceil(probe_ms / 1000) + 1)
+  end
 end
 return opened
 """
@@ -327,6 +332,7 @@ class Result:
     key: str
     delivery_id: str
     ok: bool
+    heir: str = ""  # after a success: the delivery this process handed its slot to, already sending
 
 
 def endpoint_policy(failures: int, cooldown_seconds: float, lease_seconds: float) -> Policy:
@@ -366,7 +372,8 @@ class EndpointBreakers:
         return _admissions(verdicts)
 
     async def done_many(self, results: Sequence[Result]) -> set[str]:
-        """Free the slots and feed the breakers in order; returns the keys whose circuit this batch opened."""
+        """Free the slots (a success's goes to its heir, if it has one) and feed the breakers in order; returns the
+        keys whose circuit this batch opened."""
         if not results:
             return set()
         try:
@@ -398,7 +405,8 @@ class EndpointBreakers:
 
     def _done_args(self, results: Sequence[Result]) -> tuple[list[str], list[Any]]:
         keys = [k for result in results for k in self._keys(result.key)]
-        per_result = [v for result in results for v in (result.delivery_id, 0 if result.ok else 1)]
+        # Only a success hands its slot on: it closed the circuit its heir was sent through.
+        per_result = [v for r in results for v in (r.delivery_id, 0 if r.ok else 1, r.heir if r.ok else "")]
         return keys, [*self.policy.args(self.clock()), *per_result]
 
     async def release_many(self, asks: Sequence[Ask]) -> None:

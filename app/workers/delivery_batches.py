@@ -63,11 +63,11 @@ class DeliveryBatches:
         """Free the delivery's shared endpoint slot (and probe) when nothing was sent after all, batched."""
         await self.releases.run(Ask(breaker_key(delivery), delivery["id"], False))
 
-    def done(self, delivery: Row, ok: bool) -> "asyncio.Future[Admission | None]":
-        """Free the delivery's shared endpoint slot and feed the endpoint's breaker with its answer, batched: in
-        line now, before any admission asked after this call (so its slot may be given here at once); await the
-        future for it to be done."""
-        return self.gates.submit(Result(breaker_key(delivery), delivery["id"], ok))
+    def done(self, delivery: Row, ok: bool, heir: str | None = None) -> "asyncio.Future[Admission | None]":
+        """Free the delivery's shared endpoint slot (or, after a success, hand it to `heir`, already sending) and
+        feed the endpoint's breaker with its answer, batched: in line now, before any admission asked after this
+        call (so its slot may be given here at once); await the future for it to be done."""
+        return self.gates.submit(Result(breaker_key(delivery), delivery["id"], ok, heir or ""))
 
     async def record(self, recording: Recording) -> bool:
         """Log one attempt, batched; False when a newer claim owns it."""

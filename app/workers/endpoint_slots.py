@@ -10,6 +10,7 @@ each.) The cap across processes stays in Redis.
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,13 +20,28 @@ SMOOTHING = 0.2  # weight of the newest attempt in the running mean
 MAX_ENDPOINTS = 10_000  # past this many, an idle endpoint's entry is dropped (its mean is relearnt)
 
 
+@dataclass(frozen=True)
+class Slot:
+    """One local slot for one attempt. `heir_of`: the delivery whose attempt had just succeeded when it handed
+    this slot over, shared slot included (the success closed the circuit, so no admission is asked)."""
+
+    heir_of: str | None = None
+
+
 @dataclass
 class _Endpoint:
     moved: float  # when a slot was last freed, or first taken
     busy: int = 0
-    waiting: int = 0
     mean_seconds: float = 0.0
-    freed: asyncio.Event = field(default_factory=asyncio.Event)
+    # deliveries waiting for a slot, first come first served; a slot freed goes straight to the first of them
+    queue: "deque[tuple[str, asyncio.Future[Slot]]]" = field(default_factory=deque)
+
+    def waiter(self) -> "tuple[str, asyncio.Future[Slot]] | None":
+        while self.queue:
+            delivery_id, future = self.queue.popleft()
+            if not future.done():  # a waiter that gave up is skipped
+                return delivery_id, future
+        return None
 
 
 @dataclass
@@ -48,44 +64,52 @@ class EndpointSlots:
         endpoint = self._endpoints.get(key)
         return endpoint is not None and endpoint.busy >= self.per_endpoint
 
-    async def take(self, key: str) -> bool:
-        """A slot for one attempt, waiting at most `wait_bound`; False when none freed in time."""
+    async def take(self, key: str, delivery_id: str = "") -> Slot | None:
+        """A slot for one attempt, waiting at most `wait_bound` behind those already waiting; None when none
+        came in time."""
         endpoint = self._endpoints.get(key) or self._endpoints.setdefault(key, _Endpoint(self.clock()))
-        if endpoint.busy >= self.per_endpoint:
-            endpoint.waiting += 1
-            try:
-                if not await self._wait(endpoint, self.wait_bound(key)):
-                    return False
-            finally:
-                endpoint.waiting -= 1
-        endpoint.busy += 1
-        if endpoint.busy == 1:
-            endpoint.moved = self.clock()  # idle until now: its slots have not been stuck
-        return True
+        if endpoint.busy < self.per_endpoint:
+            endpoint.busy += 1
+            if endpoint.busy == 1:
+                endpoint.moved = self.clock()  # idle until now: its slots have not been stuck
+            return Slot()
+        bound = self.wait_bound(key)
+        if bound <= 0:
+            return None
+        future: asyncio.Future[Slot] = asyncio.get_running_loop().create_future()
+        endpoint.queue.append((delivery_id, future))
+        try:
+            async with asyncio.timeout(bound):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            if future.done():  # handed over as the wait ran out: still ours
+                return future.result()
+            future.cancel()
+            return None
+        except asyncio.CancelledError:
+            # Handed over as we were cancelled (shutting down): pass the local slot on. A shared slot handed with
+            # it stays taken in Redis until its lease runs out.
+            if future.done():
+                self.give(key, None)
+            else:
+                future.cancel()
+            raise
 
-    async def _wait(self, endpoint: _Endpoint, bound: float) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + bound
-        while endpoint.busy >= self.per_endpoint:
-            left = deadline - loop.time()
-            if left <= 0:
-                return False
-            endpoint.freed.clear()
-            try:
-                async with asyncio.timeout(left):
-                    await endpoint.freed.wait()
-            except TimeoutError:
-                return False
-        return True
-
-    def give(self, key: str, seconds: float | None) -> None:
-        """Free a slot; `seconds` is how long the slot was held for the attempt (None when nothing was sent)."""
+    def give(self, key: str, seconds: float | None, succeeded: str | None = None) -> str | None:
+        """Free a slot; `seconds` is how long it was held for the attempt (None when nothing was sent). A waiting
+        delivery gets it at once. `succeeded`: the id of the delivery whose attempt just succeeded: its shared
+        slot goes with the local one, and the heir's id is returned so the success's result can say so."""
         endpoint = self._endpoints[key]
-        endpoint.busy -= 1
         if seconds is not None:
             first = endpoint.mean_seconds == 0.0
             endpoint.mean_seconds = seconds if first else (1 - SMOOTHING) * endpoint.mean_seconds + SMOOTHING * seconds
         endpoint.moved = self.clock()
-        endpoint.freed.set()
-        if endpoint.busy == 0 and endpoint.waiting == 0 and len(self._endpoints) > MAX_ENDPOINTS:
+        waiter = endpoint.waiter()
+        if waiter is not None:
+            heir, future = waiter
+            future.set_result(Slot(succeeded))  # busy stays as it is: the slot changes hands
+            return heir if succeeded is not None else None
+        endpoint.busy -= 1
+        if endpoint.busy == 0 and not endpoint.queue and len(self._endpoints) > MAX_ENDPOINTS:
             del self._endpoints[key]
+        return None

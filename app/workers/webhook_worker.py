@@ -24,7 +24,7 @@ from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
 from app.core.statuses import WorkerKind, WorkerState
 from app.models.types import utcnow
-from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
+from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup, consumer_report
@@ -34,6 +34,8 @@ from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
 from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
+
+SEND = Admission(Gate.SEND)
 
 
 @dataclass
@@ -139,17 +141,22 @@ class WebhookWorker:
     async def _send(self, message: AbstractIncomingMessage, send: Send, operator: bool) -> None:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
         or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
-        given back and its retry budget untouched. An operator's action takes no slot: it is the probe."""
+        given back and its retry budget untouched. An operator's action takes no slot: it is the probe.
+
+        A slot freed by a success goes straight to the next delivery waiting for it here, shared slot and all:
+        the success closed the circuit, so that delivery is sent without asking, and the success's result,
+        sent to Redis in the same round trip as before, hands its slot over (rule 11's cap holds)."""
         delivery = send.delivery
         key = breaker_key(delivery)
-        if not operator and not await self.slots.take(key):
+        slot = None if operator else await self.slots.take(key, delivery["id"])
+        if not operator and slot is None:
             await self.batches.give_back(delivery)
             await self._wait_out(message, 0.0)
             return
-        took: float | None = None
         held = time.perf_counter()
+        attempt: Attempt | None = None
         try:
-            admission = await self.batches.admit(delivery, operator)
+            admission = SEND if slot is not None and slot.heir_of else await self.batches.admit(delivery, operator)
             if admission.gate in WAIT:
                 await self._wait_out(message, admission.wait)
                 return
@@ -158,13 +165,15 @@ class WebhookWorker:
             except BaseException:
                 await self.batches.release(delivery)
                 raise
-            # In line before the next admission to this endpoint, so the slot is given at once: the shared
-            # slot it frees is free by the time that admission is judged.
-            done = self.batches.done(delivery, attempt.ok)
-            took = time.perf_counter() - held
         finally:
-            if not operator:
-                self.slots.give(key, took)
+            if slot is not None and attempt is None:
+                self.slots.give(key, None)
+        # In line before the next admission to this endpoint, so the slot is given at once: the shared slot it
+        # frees is free by the time that admission is judged.
+        heir = None
+        if slot is not None:
+            heir = self.slots.give(key, time.perf_counter() - held, delivery["id"] if attempt.ok else None)
+        done = self.batches.done(delivery, attempt.ok, heir)
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
         recorded, _ = await asyncio.gather(self.batches.record(Recording(send, attempt, plan)), done)
