@@ -17,6 +17,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +39,7 @@ WORKER_KILLS, API_KILLS = 20, 2
 RESTART_PAUSE = 0.5  # seconds between a SIGKILL and the start of the process that replaces it
 SETTLE_WITHIN = 600.0
 SUBMIT_WITHIN = 180.0
+SUBMIT_CONNECTIONS = 64
 EVENTS = ["job.succeeded", "job.dead_lettered"]
 MAX_RETRIES = 8  # room for the runs a SIGKILL costs a job, on top of the failures a flaky job asks for
 
@@ -125,9 +127,48 @@ class Service:
         proc = self.running[role]
         state = "running" if proc.alive() else f"exited with status {proc.popen.returncode}"
         lines = proc.tail(4000).splitlines()[-15:]
-        return f"the {role} process (pid {proc.pid}, log {proc.log}) is {state}; its last log lines:\n" + "\n".join(
+        text = f"the {role} process (pid {proc.pid}, log {proc.log}) is {state}; its last log lines:\n" + "\n".join(
             f"    {line[:300]}" for line in lines
         )
+        return text + (f"\nwhat its threads were doing:\n{stacks(proc.pid)}" if proc.alive() else "")
+
+
+@dataclass
+class LoopLag:
+    """How late this process's own event loop ran a timer: a run that fails must tell a slow service from a
+    submitter too busy to send (a late loop times out its own connects)."""
+
+    worst: float = 0.0
+    task: "asyncio.Task[None] | None" = None
+
+    @classmethod
+    def start(cls) -> "LoopLag":
+        lag = cls()
+        lag.task = asyncio.create_task(lag._watch())
+        return lag
+
+    async def _watch(self) -> None:
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(0.5)
+            self.worst = max(self.worst, time.monotonic() - before - 0.5)
+
+    def said(self) -> str:
+        return f"the submitter's own event loop ran up to {self.worst:.2f} s late"
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+def stacks(pid: int) -> str:
+    """Every thread's Python stack in a running process (py-spy, from the dev requirements), for a stuck one."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    try:
+        done = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"    (py-spy could not say: {exc})"
+    return "\n".join(f"    {line}" for line in (done.stdout or done.stderr).splitlines())
 
 
 async def listening(port: int, within: float = 3.0) -> str:
@@ -139,12 +180,15 @@ async def listening(port: int, within: float = 3.0) -> str:
     except OSError as exc:
         return f"a TCP connect to port {port} failed: {exc}"
     writer.close()
+    ss = await asyncio.create_subprocess_exec("ss", "-ltnH", f"sport = :{port}", stdout=asyncio.subprocess.PIPE)
+    backlog = (await ss.communicate())[0].decode().split()  # state, accept queue, backlog, ...
+    queued = f" (accept queue {backlog[1]} of {backlog[2]})" if len(backlog) > 2 else ""
     try:
         async with httpx.AsyncClient(timeout=within, trust_env=False) as http:
             answer = await http.get(f"http://127.0.0.1:{port}/health")
-        return f"port {port} accepts connections; /health answered {answer.status_code}"
+        return f"port {port} accepts connections{queued}; /health answered {answer.status_code}"
     except httpx.HTTPError as exc:
-        return f"port {port} accepts connections; /health did not answer: {type(exc).__name__}"
+        return f"port {port} accepts connections{queued}; /health did not answer: {type(exc).__name__}"
 
 
 def settings_env(services: PrivateServices, port: int, admin_key: str) -> dict[str, str]:
@@ -205,28 +249,34 @@ async def submit_all(
     draw = random.Random(seed + 1)
     bodies = [job_body(i, draw, receiver, secret) for i in range(count)]
     submitted = [Submitted(k, body["job_type"], expected, body["payload"]) for body, k, expected in bodies]
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+    limits = httpx.Limits(max_connections=SUBMIT_CONNECTIONS, max_keepalive_connections=SUBMIT_CONNECTIONS // 2)
     began = time.monotonic()
-    timeout = httpx.Timeout(10, pool=None)  # a submit may wait for a free connection as long as it takes
-    async with httpx.AsyncClient(base_url=base, timeout=timeout, limits=limits, trust_env=False) as http:
+    # A submit waits for a free connection in front of the client, as long as it takes: httpx's own pool wait
+    # costs time in the number of waiters, and with a thousand submits waiting (the service down, the machine
+    # slow) it starved this process's event loop, so connects timed out in here while the API was fine.
+    in_flight = asyncio.Semaphore(SUBMIT_CONNECTIONS)
+    async with httpx.AsyncClient(base_url=base, timeout=10, limits=limits, trust_env=False) as http:
 
         async def one(i: int) -> None:
             await asyncio.sleep(max(0.0, began + i / rate - time.monotonic()))
             body, idempotency_key, _ = bodies[i]
             headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key}
-            job = await _submit_one(http, body, headers, SUBMIT_WITHIN)
+            job = await _submit_one(http, in_flight, body, headers, SUBMIT_WITHIN)
             submitted[i].ids.add(str(job["id"]))
 
         await asyncio.gather(*(one(i) for i in range(count)))
     return submitted
 
 
-async def _submit_one(http: httpx.AsyncClient, body: Any, headers: dict[str, str], within: float) -> Any:
+async def _submit_one(
+    http: httpx.AsyncClient, in_flight: asyncio.Semaphore, body: Any, headers: dict[str, str], within: float
+) -> Any:
     """POST one job until it is answered 2xx (the same idempotency key each time): the service may be down."""
     deadline, last = time.monotonic() + within, ""
     while time.monotonic() < deadline:
         try:
-            answer = await http.post("/api/v1/jobs", json=body, headers=headers)
+            async with in_flight:
+                answer = await http.post("/api/v1/jobs", json=body, headers=headers)
             if 200 <= answer.status_code < 300:
                 return answer.json()
             last = f"HTTP {answer.status_code}: {answer.text[:200]}"
@@ -273,7 +323,7 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[Findings, dict[str,
                 admin_headers = {"Authorization": f"Bearer {admin}"}
                 created = await _post(http, "/api/v1/api-keys", {"client_id": "chaos"}, admin_headers)
                 key = created["api_key"]
-                hook = {"url": f"http://127.0.0.1:{receiver_port}/hook", "events": EVENTS}
+                hook: dict[str, Any] = {"url": f"http://127.0.0.1:{receiver_port}/hook", "events": EVENTS}
                 endpoint = await _post(http, "/api/v1/webhooks", hook, {"Authorization": f"Bearer {key}"})
             receiver_env = {**env, "BENCH_WEBHOOK_SECRET": endpoint["secret"]}
             procs.start("receiver", ["-m", "bench.receiver", "--port", str(receiver_port)], receiver_env)
@@ -286,13 +336,16 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[Findings, dict[str,
             submitting = asyncio.create_task(
                 submit_all(base, key, args.jobs, args.rate, hook["url"], endpoint["secret"], args.seed)
             )
+            lag = LoopLag.start()
             restored = await inject(service, services, faults, began)
             try:
                 submitted = await submitting
             except RuntimeError as exc:
                 at = time.monotonic() - began
-                probe = await listening(port)
-                raise RuntimeError(f"{exc} (t={at:.0f} s)\n{probe}\n{service.describe('api')}") from None
+                probe = await asyncio.to_thread(asyncio.run, listening(port))  # a loop of its own
+                raise RuntimeError(f"{exc} (t={at:.0f} s)\n{probe}\n{lag.said()}\n{service.describe('api')}") from None
+            finally:
+                lag.stop()
             say(f"submitted {args.jobs} jobs in {time.monotonic() - began:.0f} s; waiting for them to settle")
             findings = await check_run(
                 services, NAMESPACE, submitted, f"http://127.0.0.1:{receiver_port}", restored, SETTLE_WITHIN, say
