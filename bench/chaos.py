@@ -180,8 +180,11 @@ async def listening(port: int, within: float = 3.0) -> str:
     except OSError as exc:
         return f"a TCP connect to port {port} failed: {exc}"
     writer.close()
-    ss = await asyncio.create_subprocess_exec("ss", "-ltnH", f"sport = :{port}", stdout=asyncio.subprocess.PIPE)
-    backlog = (await ss.communicate())[0].decode().split()  # state, accept queue, backlog, ...
+    try:
+        ss = await asyncio.create_subprocess_exec("ss", "-ltnH", f"sport = :{port}", stdout=asyncio.subprocess.PIPE)
+        backlog = (await ss.communicate())[0].decode().split()  # state, accept queue, backlog, ...
+    except OSError:  # no iproute2 here
+        backlog = []
     queued = f" (accept queue {backlog[1]} of {backlog[2]})" if len(backlog) > 2 else ""
     try:
         async with httpx.AsyncClient(timeout=within, trust_env=False) as http:
