@@ -188,6 +188,18 @@ async def test_a_success_hands_its_slot_to_its_heir_and_a_failure_frees_it(redis
     assert await guard.admit_many(other) == [SEND]
 
 
+async def test_an_heir_that_sends_nothing_gives_the_handed_slot_back_after_it_was_handed(
+    redis: Redis, clock: Clock
+) -> None:
+    guard, key = endpoints(redis, clock, cap=1), fresh("ep")
+    first, heir = asks(key, 1), Ask(key, fresh("d"))
+    assert await guard.admit_many(first) == [SEND]
+    handed = [Result(key, first[0].delivery_id, True, heir.delivery_id)]
+    # One batch: the success hands its slot to the heir, the heir gives it back unused, then a third delivery asks.
+    assert await guard.done_then_admit(handed, asks(key, 1), freed=[heir]) == (set(), [SEND])
+    assert await guard.admit_many(asks(key, 1)) == [BUSY]  # the third holds the one slot: none leaked, none twice
+
+
 async def test_a_busy_endpoint_keeps_its_probe_for_an_ask_that_can_send(redis: Redis, clock: Clock) -> None:
     guard, key = endpoints(redis, clock, cap=1), fresh("ep")
     holder = asks(key, 1)
@@ -268,6 +280,9 @@ async def test_each_batch_costs_one_round_trip(clock: Clock) -> None:
             lambda: guard.admit_many(batch),
             lambda: guard.done_many([Result(a.key, a.delivery_id, False) for a in batch[:12]]),
             lambda: guard.release_many(batch[12:]),
+            lambda: guard.done_then_admit(
+                [Result(keys[3], fresh("d"), True)], asks(keys[3], 2), freed=asks(keys[3], 2)
+            ),
         ):
             before = CountingConnection.writes
             await call()
@@ -275,6 +290,16 @@ async def test_each_batch_costs_one_round_trip(clock: Clock) -> None:
         assert await guard.admit_many(asks(keys[0], 1)) == [Admission(OPEN, COOLDOWN)]  # the work was done
     finally:
         await counted.aclose()
+
+
+async def test_scripts_redis_lost_are_loaded_again_and_each_result_counts_once(redis: Redis, clock: Clock) -> None:
+    guard, key = endpoints(redis, clock, failures=2, cap=1), fresh("ep")
+    first = asks(key, 1)
+    assert await guard.admit_many(first) == [SEND]
+    await redis.script_flush()  # as a restart does: Redis forgets every script
+    failed = [Result(key, first[0].delivery_id, False)]
+    assert await guard.done_then_admit(failed, asks(key, 1)) == (set(), [SEND])  # in order: the slot was freed
+    assert await guard.done_many(results(key, False)) == {key}  # the second failure opens it: the first counted once
 
 
 async def test_the_breakers_fail_open_when_redis_is_down(clock: Clock) -> None:

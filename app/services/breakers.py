@@ -12,7 +12,8 @@ from typing import Any
 
 from loguru import logger
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, RedisError
 from sqlalchemy import Select, Update, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -383,20 +384,51 @@ class EndpointBreakers:
             return set()
         return _opened(results, positions)
 
-    async def done_then_admit(self, results: Sequence[Result], asks: Sequence[Ask]) -> tuple[set[str], list[Admission]]:
-        """`done_many`, then `admit_many`, in one round trip: the asks see the slots the results freed and the
-        circuits they opened."""
-        if not results or not asks:
+    async def done_then_admit(
+        self, results: Sequence[Result], asks: Sequence[Ask], freed: Sequence[Ask] = ()
+    ) -> tuple[set[str], list[Admission]]:
+        """`done_many`, `release_many` of `freed`, then `admit_many`, in one round trip and in that order: the asks
+        see the slots the results and the releases freed and the circuits the results opened, and a slot a result
+        handed over is given back after it was handed."""
+        parts = sum(1 for part in (results, freed, asks) if part)
+        if parts < 2:
+            if freed:
+                await self.release_many(freed)
             return await self.done_many(results), await self.admit_many(asks)
+        calls = [
+            *([(self._done, *self._done_args(results))] if results else []),
+            *([(self._release, *self._release_args(freed))] if freed else []),
+            *([(self._admit, *self._admit_args(asks))] if asks else []),
+        ]
         try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                await self._done(*self._done_args(results), client=pipe)
-                await self._admit(*self._admit_args(asks), client=pipe)
-                positions, verdicts = await pipe.execute()
+            replies = await self._pipelined(calls)
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, endpoint breakers and caps skipped: {}", exc)
             return set(), [Admission(Gate.SEND) for _ in asks]
-        return _opened(results, positions), _admissions(verdicts)
+        opened = _opened(results, replies[0]) if results else set()
+        return opened, _admissions(replies[-1]) if asks else []
+
+    async def _pipelined(self, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
+        """The scripts in one pipeline, one round trip: EVALSHA each, without the SCRIPT EXISTS round trip redis-py
+        sends first for scripts in a pipeline. Those a Redis that lost its scripts (restarted) did not know are
+        loaded and sent again; the others ran once, and only once."""
+        replies = await self._evalsha(calls)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        for i in missing:
+            calls[i][0].sha = await self.redis.script_load(calls[i][0].script)
+        if missing:
+            for i, reply in zip(missing, await self._evalsha([calls[i] for i in missing]), strict=True):
+                replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+
+    async def _evalsha(self, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            return list(await pipe.execute(raise_on_error=False))
 
     def _admit_args(self, asks: Sequence[Ask]) -> tuple[list[str], list[Any]]:
         keys = [k for ask in asks for k in self._keys(ask.key)]
@@ -413,11 +445,13 @@ class EndpointBreakers:
         """Free the slots (and a probe) without judging the endpoints: nothing was sent."""
         if not asks:
             return
-        keys = [k for ask in asks for k in self._keys(ask.key)[1:]]
         try:
-            await self._release(keys, [ask.delivery_id for ask in asks])
+            await self._release(*self._release_args(asks))
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable for endpoint slots: {}", exc)
+
+    def _release_args(self, asks: Sequence[Ask]) -> tuple[list[str], list[Any]]:
+        return [k for ask in asks for k in self._keys(ask.key)[1:]], [ask.delivery_id for ask in asks]
 
 
 def _admissions(verdicts: Sequence[Any]) -> list[Admission]:

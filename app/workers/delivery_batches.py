@@ -16,7 +16,8 @@ from app.services.transitions import Row
 from app.workers.job_store import Drop
 from app.workers.webhook_store import Claim, Event, Recording, Send, WebhookStore
 
-Gating = tuple[Row, bool] | Result  # an admission asked (the delivery, whether an operator sent it), or an outcome
+# An admission asked (the delivery, whether an operator sent it), an outcome, or a slot given back unused.
+Gating = tuple[Row, bool] | Result | Ask
 
 
 def breaker_key(delivery: Row) -> str:
@@ -34,10 +35,10 @@ class DeliveryBatches:
     def __post_init__(self) -> None:
         self.fanouts = GroupCommit("webhook-fanouts", self._fan_out, self.max_batch, is_unreachable)
         self.claims = GroupCommit("delivery-claims", self._claim, self.max_batch, is_unreachable)
-        # Admissions and outcomes share one batcher, so an outcome that frees a slot and the admission waiting for
-        # it go to Redis in one round trip, the outcome first.
+        # Admissions, outcomes and slots given back share one batcher, so an outcome that frees a slot and the
+        # admission waiting for it go to Redis in one round trip, the outcome first, and a slot handed over by an
+        # outcome is given back (if its heir sends nothing after all) only after it was handed.
         self.gates = GroupCommit("endpoint-gates", self._gate, self.max_batch)
-        self.releases = GroupCommit("endpoint-slot-releases", self._release, self.max_batch)
         self.returns = GroupCommit("delivery-lease-returns", self._give_back, self.max_batch, is_unreachable)
         self.records = GroupCommit("delivery-records", self._record, self.max_batch, is_unreachable)
 
@@ -61,7 +62,7 @@ class DeliveryBatches:
 
     async def release(self, delivery: Row) -> None:
         """Free the delivery's shared endpoint slot (and probe) when nothing was sent after all, batched."""
-        await self.releases.run(Ask(breaker_key(delivery), delivery["id"], False))
+        await self.gates.run(Ask(breaker_key(delivery), delivery["id"], False))
 
     def done(self, delivery: Row, ok: bool, heir: str | None = None) -> "asyncio.Future[Admission | None]":
         """Free the delivery's shared endpoint slot (or, after a success, hand it to `heir`, already sending) and
@@ -86,16 +87,13 @@ class DeliveryBatches:
 
     async def _gate(self, items: list[Gating]) -> list[Admission | None]:
         results = [item for item in items if isinstance(item, Result)]
-        asks = [item for item in items if not isinstance(item, Result)]
+        freed = [item for item in items if isinstance(item, Ask)]
+        asks = [item for item in items if isinstance(item, tuple)]
         ask = [Ask(breaker_key(d), d["id"], operator) for d, operator in asks]
-        _, said = await self.breakers.done_then_admit(results, ask)
+        _, said = await self.breakers.done_then_admit(results, ask, freed)
         await self.store.release([d for (d, _), a in zip(asks, said, strict=True) if a.gate in WAIT])
         admitted = iter(said)
-        return [None if isinstance(item, Result) else next(admitted) for item in items]
-
-    async def _release(self, asks: list[Ask]) -> list[None]:
-        await self.breakers.release_many(asks)
-        return [None] * len(asks)
+        return [next(admitted) if isinstance(item, tuple) else None for item in items]
 
     async def _give_back(self, claimed: list[Row]) -> list[None]:
         await self.store.release(claimed)
@@ -117,7 +115,7 @@ class DeliveryBatches:
 
     @property
     def batchers(self) -> "tuple[GroupCommit[Any, Any], ...]":
-        return (self.fanouts, self.claims, self.gates, self.releases, self.returns, self.records)
+        return (self.fanouts, self.claims, self.gates, self.returns, self.records)
 
 
 WAIT = (Gate.OPEN, Gate.BUSY)
