@@ -56,14 +56,13 @@ class RedisBatch:
 
     async def call(self, *args: Any, share: Hashable | None = None) -> Any:
         """Send one command (`"GET", key`); its answer, or the error Redis answered for it."""
-        return _answer(await self.commit.run(Command(args, share)))
+        return answer(await self.commit.run(Command(args, share)))
 
     async def run_script(
         self, script: Script, keys: Sequence[Any], args: Sequence[Any], share: Hashable | None = None
     ) -> Any:
         """Run a Lua script with its keys and arguments (EVALSHA); its answer, or the error it raised."""
-        command = Command(("EVALSHA", script.sha, len(keys), *keys, *args), share, script)
-        return _answer(await self.commit.run(command))
+        return answer(await self.commit.run(evalsha(script, keys, args, share)))
 
     async def close(self) -> None:
         await self.commit.close()
@@ -81,25 +80,40 @@ class RedisBatch:
                 sent[command.share] = len(unique)
                 unique.append(command)
             slots.append(sent[command.share])
-        answers = await self._execute(unique)
-        unknown = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
-        if unknown:
-            scripts = {script.text for script in (unique[i].script for i in unknown) if script is not None}
-            for text in scripts:
-                await self.redis.script_load(text)
-            for i, answer in zip(unknown, await self._execute([unique[i] for i in unknown]), strict=True):
-                answers[i] = answer
+        answers = await pipelined(self.redis, unique)
         return [answers[slot] for slot in slots]
 
-    async def _execute(self, commands: Sequence[Command]) -> list[Any]:
-        pipe = self.redis.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command.args)
-        async with pipe:
-            return list(await pipe.execute(raise_on_error=False))
+
+def evalsha(script: Script, keys: Sequence[Any], args: Sequence[Any], share: Hashable | None = None) -> Command:
+    """The command that runs a Lua script by its hash with these keys and arguments."""
+    return Command(("EVALSHA", script.sha, len(keys), *keys, *args), share, script)
 
 
-def _answer(outcome: Any) -> Any:
+async def pipelined(redis: Redis, commands: Sequence[Command]) -> list[Any]:
+    """The commands in one pipeline, one round trip, in order: each one's answer, or the error Redis answered for
+    it. Scripts Redis does not know (after a restart or SCRIPT FLUSH) are loaded and only their commands sent
+    again, so no command runs twice; a lost connection raises the RedisError redis-py raises."""
+    answers = await _execute(redis, commands)
+    unknown = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+    if unknown:
+        scripts = {script.text for script in (commands[i].script for i in unknown) if script is not None}
+        for text in scripts:
+            await redis.script_load(text)
+        for i, answer in zip(unknown, await _execute(redis, [commands[i] for i in unknown]), strict=True):
+            answers[i] = answer
+    return answers
+
+
+async def _execute(redis: Redis, commands: Sequence[Command]) -> list[Any]:
+    pipe = redis.pipeline(transaction=False)
+    for command in commands:
+        pipe.execute_command(*command.args)
+    async with pipe:
+        return list(await pipe.execute(raise_on_error=False))
+
+
+def answer(outcome: Any) -> Any:
+    """One command's answer from `pipelined`, or the error Redis answered for it, raised."""
     if isinstance(outcome, ResponseError):
         raise outcome
     return outcome

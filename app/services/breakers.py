@@ -12,13 +12,12 @@ from typing import Any
 
 from loguru import logger
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 from sqlalchemy import Select, Update, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.names import Names
-from app.core.redis_batch import RedisBatch, Script
+from app.core.redis_batch import RedisBatch, Script, answer, evalsha, pipelined
 from app.core.resources import Resources
 from app.models.setwise import per_row
 from app.models.tables import ENDPOINTS
@@ -352,83 +351,39 @@ class EndpointBreakers:
     max_in_flight: int
     clock: Callable[[], float] = time.time
 
-    def __post_init__(self) -> None:
-        self._admit = self.redis.register_script(ADMIT)
-        self._done = self.redis.register_script(DONE)
-        self._release = self.redis.register_script(RELEASE)
-
     def _keys(self, key: str) -> list[str]:
         names = self.names
         return [names.endpoint_breaker_key(key), names.endpoint_probe_key(key), names.endpoint_inflight_key(key)]
 
     async def admit_many(self, asks: Sequence[Ask]) -> list[Admission]:
         """May each attempt go now? Judged in order, so earlier asks count against the cap and take the probe."""
-        if not asks:
-            return []
-        try:
-            verdicts = await self._admit(*self._admit_args(asks))
-        except (RedisError, OSError) as exc:
-            logger.warning("Redis unavailable, endpoint breakers and caps skipped: {}", exc)
-            return [Admission(Gate.SEND) for _ in asks]
-        return _admissions(verdicts)
+        return (await self.done_then_admit((), asks))[1]
 
     async def done_many(self, results: Sequence[Result]) -> set[str]:
         """Free the slots (a success's goes to its heir, if it has one) and feed the breakers in order; returns the
         keys whose circuit this batch opened."""
-        if not results:
-            return set()
-        try:
-            positions = await self._done(*self._done_args(results))
-        except (RedisError, OSError) as exc:
-            logger.warning("Redis unavailable, endpoint breakers not updated: {}", exc)
-            return set()
-        return _opened(results, positions)
+        return (await self.done_then_admit(results, ()))[0]
 
     async def done_then_admit(
         self, results: Sequence[Result], asks: Sequence[Ask], freed: Sequence[Ask] = ()
     ) -> tuple[set[str], list[Admission]]:
         """`done_many`, `release_many` of `freed`, then `admit_many`, in one round trip and in that order: the asks
         see the slots the results and the releases freed and the circuits the results opened, and a slot a result
-        handed over is given back after it was handed."""
-        parts = sum(1 for part in (results, freed, asks) if part)
-        if parts < 2:
-            if freed:
-                await self.release_many(freed)
-            return await self.done_many(results), await self.admit_many(asks)
+        handed over is given back after it was handed. Without Redis every ask may send."""
         calls = [
-            *([(self._done, *self._done_args(results))] if results else []),
-            *([(self._release, *self._release_args(freed))] if freed else []),
-            *([(self._admit, *self._admit_args(asks))] if asks else []),
+            *([evalsha(DONE_SCRIPT, *self._done_args(results))] if results else []),
+            *([evalsha(RELEASE_SCRIPT, *self._release_args(freed))] if freed else []),
+            *([evalsha(ADMIT_SCRIPT, *self._admit_args(asks))] if asks else []),
         ]
+        if not calls:
+            return set(), []
         try:
-            replies = await self._pipelined(calls)
+            replies = [answer(reply) for reply in await pipelined(self.redis, calls)]
         except (RedisError, OSError) as exc:
             logger.warning("Redis unavailable, endpoint breakers and caps skipped: {}", exc)
             return set(), [Admission(Gate.SEND) for _ in asks]
         opened = _opened(results, replies[0]) if results else set()
         return opened, _admissions(replies[-1]) if asks else []
-
-    async def _pipelined(self, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
-        """The scripts in one pipeline, one round trip: EVALSHA each, without the SCRIPT EXISTS round trip redis-py
-        sends first for scripts in a pipeline. Those a Redis that lost its scripts (restarted) did not know are
-        loaded and sent again; the others ran once, and only once."""
-        replies = await self._evalsha(calls)
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        for i in missing:
-            calls[i][0].sha = await self.redis.script_load(calls[i][0].script)
-        if missing:
-            for i, reply in zip(missing, await self._evalsha([calls[i] for i in missing]), strict=True):
-                replies[i] = reply
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-        return replies
-
-    async def _evalsha(self, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            return list(await pipe.execute(raise_on_error=False))
 
     def _admit_args(self, asks: Sequence[Ask]) -> tuple[list[str], list[Any]]:
         keys = [k for ask in asks for k in self._keys(ask.key)]
@@ -443,15 +398,13 @@ class EndpointBreakers:
 
     async def release_many(self, asks: Sequence[Ask]) -> None:
         """Free the slots (and a probe) without judging the endpoints: nothing was sent."""
-        if not asks:
-            return
-        try:
-            await self._release(*self._release_args(asks))
-        except (RedisError, OSError) as exc:
-            logger.warning("Redis unavailable for endpoint slots: {}", exc)
+        await self.done_then_admit((), (), asks)
 
     def _release_args(self, asks: Sequence[Ask]) -> tuple[list[str], list[Any]]:
         return [k for ask in asks for k in self._keys(ask.key)[1:]], [ask.delivery_id for ask in asks]
+
+
+ADMIT_SCRIPT, DONE_SCRIPT, RELEASE_SCRIPT = Script(ADMIT), Script(DONE), Script(RELEASE)
 
 
 def _admissions(verdicts: Sequence[Any]) -> list[Admission]:
