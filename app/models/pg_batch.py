@@ -353,11 +353,6 @@ async def insert_attempts(conn: AsyncConnection, rows: Sequence[dict[str, Any]])
     await conn.exec_driver_sql(INSERT_ATTEMPTS, columns)
 
 
-async def insert_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """New deliveries, one statement."""
-    await conn.exec_driver_sql(INSERT_DELIVERIES, tuple([r[name] for r in rows] for name in _DELIVERY_NAMES))
-
-
 # A fan-out batch's new deliveries and their messages as one statement: a delivery already there (the same event
 # fanned out before, or by another worker at the same moment) is skipped by the unique index (rule 10), and only
 # the deliveries inserted here get an outbox row.
