@@ -18,6 +18,8 @@ import aio_pika
 import httpx
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.topology import Topology
 from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
@@ -36,6 +38,16 @@ async def wait_for(check: Callable[[], Awaitable[T]], within: float = 15, interv
         await asyncio.sleep(interval)
         value = await check()
     return value
+
+
+async def waiting_on_a_row_lock(db: AsyncEngine) -> bool:
+    """Whether a statement on the jobs table of this test database is waiting for a row lock."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query ILIKE '%jobs%'"
+    )
+    async with db.connect() as conn:
+        return bool((await conn.execute(query)).scalar_one())
 
 
 async def until_serving(client: httpx.AsyncClient, within: float = 30) -> None:

@@ -7,14 +7,14 @@ import asyncio
 from typing import Any
 
 import httpx
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
 from app.services.transitions import queue_pending
-from tests.support import Api, make_job, trail, wait_for
+from tests.support import Api, make_job, trail, wait_for, waiting_on_a_row_lock
 
 
 async def test_cancelling_right_after_submitting_always_cancels(api: Api, db: AsyncEngine) -> None:
@@ -55,7 +55,7 @@ async def test_a_cancel_that_loses_its_compare_and_set_to_the_confirmation_reads
         transaction = await confirming.begin()
         assert len(await queue_pending(confirming, state.resources.names, [job_id])) == 1  # locked until commit
         cancel = asyncio.create_task(api.client.post(f"/api/v1/jobs/{job_id}/cancel", headers=headers))
-        await wait_for(lambda: _waiting_on_a_lock(db), within=10)
+        await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
         await transaction.commit()
     answer = await cancel
     assert (answer.status_code, answer.json().get("status")) == (200, "cancelled"), answer.text
@@ -118,13 +118,3 @@ async def _insert(db: AsyncEngine, **overrides: Any) -> str:
 async def _row(db: AsyncEngine, job_id: str) -> dict[str, Any]:
     async with db.connect() as conn:
         return dict((await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).one()._mapping)
-
-
-async def _waiting_on_a_lock(db: AsyncEngine) -> bool:
-    """Whether a statement on the jobs table of this test database is waiting for a row lock."""
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND query ILIKE '%jobs%'"
-    )
-    async with db.connect() as conn:
-        return bool((await conn.execute(query)).scalar_one())

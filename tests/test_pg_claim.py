@@ -2,6 +2,7 @@
 row and event in SQL, so they must be the same as the ones `transitions.record` builds in Python; the finish
 writes an outcome's rows only where its run's fencing token held."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from app.models import pg_batch
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.workers.job_store import Claimed, JobStore, succeeded
 from tests.conftest import NS
-from tests.support import make_job
+from tests.support import make_job, wait_for, waiting_on_a_row_lock
 
 NAMES = Names(NS)
 
@@ -111,6 +112,33 @@ async def test_a_batch_with_a_pending_job_claims_it_after_queueing_it_with_both_
     assert isinstance(first, Claimed)
     assert [loads(p.message.body)["type"] for p in first.events] == ["job.queued", "job.running"]
     trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [pending])
+    assert [r["event"] for r in trail] == ["queued", "running"]
+
+
+async def test_a_claim_that_waited_for_the_confirmation_of_the_same_job_claims_it_after_that_step(
+    db: AsyncEngine,
+) -> None:
+    """The API moves a job pending -> queued when its message is confirmed; the worker may already have the
+    message and claim it at that moment. The claim waits for the confirmation's row lock, then takes the job
+    as it is now (queued), with no second queued step; it used to read the job as pending, lose the race and
+    fall back to a claim of its own in another transaction."""
+    (job_id,) = await add(db, make_job(status="pending"))
+    now = datetime.now(UTC)
+    async with db.begin() as confirming:  # the confirmation holds the row until it commits
+        (queued,) = await pg_batch.queue_recorded(confirming, [job_id], now, NAMES.events_exchange, [])
+        async with pg_batch.autocommit(db) as conn:
+            claim = asyncio.create_task(
+                pg_batch.claim_recorded(conn, [job_id], now, now + timedelta(seconds=30), NAMES.events_exchange)
+            )
+            await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
+            await confirming.commit()
+            moved = await asyncio.wait_for(claim, timeout=10)
+
+    assert (queued.source, queued.row["seq"]) == ("pending", 1)
+    assert [(one.source, one.row["status"], one.row["seq"], one.row["attempts"]) for one in moved] == [
+        ("queued", "running", 2, 1)
+    ]
+    trail = await rows_of(db, JOB_EVENTS, JOB_EVENTS.c.job_id, [job_id])
     assert [r["event"] for r in trail] == ["queued", "running"]
 
 

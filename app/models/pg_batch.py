@@ -456,12 +456,18 @@ def _recorded(now: str, exchange: str) -> str:
     )
 
 
+# The claim and the confirmation lock their rows first, in id order (`ORDER BY id FOR UPDATE`): a statement
+# that waited for the other's lock reads the row as that one left it (a claim waiting on the job's pending ->
+# queued step claims it from queued, where a plain UPDATE would compare with the status it read before waiting,
+# lose, and leave the job to a claim of its own in another transaction), and two batches holding the same jobs
+# lock them in the same order, so they cannot deadlock.
 CLAIM_RECORDED = (
     "WITH claimed AS (UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
     "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
     "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = $3 "
-    "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND status || '' IN ('pending', 'queued')) "
-    "AS was WHERE jobs.id = was.id AND jobs.status = was.status AND jobs.attempts < jobs.max_retries + 1 "
+    "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND status || '' IN ('pending', 'queued') "
+    "ORDER BY id FOR UPDATE) AS was "
+    "WHERE jobs.id = was.id AND jobs.attempts < jobs.max_retries + 1 "
     "RETURNING jobs.*, was.status AS was), "
     "moved AS (SELECT " + ", ".join(f"c.{name}" for name in _JOB_NAMES) + ", 'queued'::varchar AS source "
     "FROM claimed AS c UNION ALL SELECT "
@@ -472,8 +478,9 @@ CLAIM_RECORDED = (
 # pending -> queued for the jobs whose messages the broker confirmed, with their audit rows and events, and the
 # confirmed outbox rows deleted, as one statement (the API's and the relay's confirmations).
 QUEUE_RECORDED = (
-    "WITH moved AS (UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $2 "
-    "WHERE id = ANY($1::varchar[]) AND status = 'pending' RETURNING "
+    "WITH moved AS (UPDATE jobs SET status = 'queued', seq = jobs.seq + 1, updated_at = $2 "
+    "FROM (SELECT id FROM jobs WHERE id = ANY($1::varchar[]) AND status = 'pending' ORDER BY id FOR UPDATE) AS p "
+    "WHERE jobs.id = p.id AND jobs.status = 'pending' RETURNING "
     + ", ".join(f"jobs.{name}" for name in _JOB_NAMES)
     + ", 'pending'::varchar AS source), "
     "gone AS (DELETE FROM outbox WHERE id = ANY($4::bigint[])), " + _recorded("$2", "$3")
