@@ -2,6 +2,7 @@
 and submit -> callback latency at a fixed rate."""
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,10 @@ async def callback_latency(
     of `procs` is noted as `<label> at <rate> jobs/s`; `tag` names the load generator and its ids file."""
     await reset_receiver(receiver)
     ids = h.work / f"{tag}-{rate:g}.ids"
-    async with h.metered(f"{label} at {rate:g} jobs/s, until the last callback", procs):
+    async with contextlib.AsyncExitStack() as profiles:
+        for name, proc in procs.items():
+            await profiles.enter_async_context(h.profiled(f"{tag}-{rate:g}-{name.replace(' ', '-')}", proc))
+        await profiles.enter_async_context(h.metered(f"{label} at {rate:g} jobs/s, until the last callback", procs))
         load = await h.loadgen(
             api.jobs_url, key, concurrency=32, requests=jobs, rate=rate, ids_out=ids, name=f"loadgen-{tag}-{rate:g}"
         )

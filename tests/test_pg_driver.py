@@ -1,0 +1,60 @@
+"""The hot path's statements on PostgreSQL go straight to asyncpg (app/models/pg_batch.py `_rows`): what a
+caller sees of their failures must be what SQLAlchemy would have shown it, and a connection lost under one
+must not go back to the pool."""
+
+from datetime import UTC, datetime
+
+import asyncpg
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.database import is_unreachable
+from app.models import pg_batch
+from tests.support import make_job
+from tests.test_pg_claim import add
+
+async def test_a_duplicate_job_is_an_integrity_error_with_the_drivers_error_inside(db: AsyncEngine) -> None:
+    job = {**make_job(status="pending"), "run_at": None}
+    await add(db, job)
+    async with pg_batch.autocommit(db) as conn:
+        with pytest.raises(IntegrityError) as raised:
+            await pg_batch.save_jobs(conn, [job], [], [])
+    # asyncpg's own error, not SQLAlchemy's adapter of it: the statement went past SQLAlchemy
+    assert isinstance(raised.value.orig, asyncpg.UniqueViolationError)
+    assert not is_unreachable(raised.value)
+
+
+async def test_a_connection_cut_under_a_statement_is_unreachable_and_not_reused(db: AsyncEngine) -> None:
+    [job_id] = await add(db, make_job(status="pending"))
+    now = datetime.now(UTC)
+    async with pg_batch.autocommit(db) as conn:
+        cut = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        async with db.connect() as other:
+            assert (await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": cut})).scalar_one()
+        with pytest.raises(DBAPIError) as raised:
+            await pg_batch.queue_pending(conn, [job_id], now)
+    assert is_unreachable(raised.value)
+    assert raised.value.connection_invalidated
+    async with pg_batch.autocommit(db) as conn:
+        assert (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one() != cut
+        moved = await pg_batch.queue_pending(conn, [job_id], now)
+    assert [(row["id"], row["status"], row["seq"]) for row in moved] == [(job_id, "queued", 1)]
+
+
+async def test_statements_go_through_sqlalchemy_while_something_listens(db: AsyncEngine) -> None:
+    [job_id] = await add(db, make_job(status="pending"))
+    seen: list[str] = []
+
+    def listen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        seen.append(statement)
+
+    event.listen(db.sync_engine, "before_cursor_execute", listen)
+    try:
+        async with pg_batch.autocommit(db) as conn:
+            moved = await pg_batch.queue_pending(conn, [job_id], datetime.now(UTC))
+    finally:
+        event.remove(db.sync_engine, "before_cursor_execute", listen)
+    assert [row["id"] for row in moved] == [job_id]
+    assert seen == [pg_batch.QUEUE_PENDING]
