@@ -15,6 +15,7 @@ from app.models import pg_batch
 from tests.support import make_job
 from tests.test_pg_claim import add
 
+
 async def test_a_duplicate_job_is_an_integrity_error_with_the_drivers_error_inside(db: AsyncEngine) -> None:
     job = {**make_job(status="pending"), "run_at": None}
     await add(db, job)
