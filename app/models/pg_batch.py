@@ -314,6 +314,23 @@ INSERT_DELIVERIES = (
 )
 
 
+# The active endpoints of some clients, in the order they were registered (as `deliveries.targets_for` reads them
+# elsewhere), for a fan-out batch to match its events against.
+SUBSCRIBED_ENDPOINTS = (
+    "SELECT id, client_id, url, events, job_type, job_id FROM webhook_endpoints "
+    "WHERE client_id = ANY($1::varchar[]) AND active AND deleted_at IS NULL ORDER BY created_at, id"
+)
+
+
+async def subscribed_endpoints(conn: AsyncConnection, client_ids: list[str]) -> list[dict[str, Any]]:
+    """The active endpoints of `client_ids`, each with its `events` as a list."""
+    rows = [dict(row) for row in await _rows(conn, SUBSCRIBED_ENDPOINTS, (client_ids,))]
+    for row in rows:
+        if isinstance(row["events"], str):
+            row["events"] = loads(row["events"])
+    return rows
+
+
 # The claim with what signing needs, in one statement: each delivery taken, beside its endpoint's row (the
 # endpoint's columns prefixed "ep_"; none for a callback delivery or an endpoint since deleted).
 ENDPOINT_COLUMNS = ("id", "secret", "previous_secret", "previous_expires_at", "active", "deleted_at", "failing_since")

@@ -127,7 +127,9 @@ async def targets_for(conn: AsyncConnection, events: list[Row]) -> list[list[Tar
     jobs = [event["data"]["job"] if event.get("type") in SUBSCRIBABLE_EVENTS else None for event in events]
     clients = {job["client_id"] for job in jobs if job is not None}
     rows: Sequence[Any] = []
-    if clients:
+    if clients and pg_batch.applies(conn):
+        rows = await pg_batch.subscribed_endpoints(conn, sorted(clients))
+    elif clients:
         query = select(
             ENDPOINTS.c.id,
             ENDPOINTS.c.client_id,
@@ -136,19 +138,19 @@ async def targets_for(conn: AsyncConnection, events: list[Row]) -> list[list[Tar
             ENDPOINTS.c.job_type,
             ENDPOINTS.c.job_id,
         ).where(ENDPOINTS.c.client_id.in_(clients), ENDPOINTS.c.active.is_(True), ENDPOINTS.c.deleted_at.is_(None))
-        rows = (await conn.execute(query.order_by(ENDPOINTS.c.created_at, ENDPOINTS.c.id))).all()
+        rows = (await conn.execute(query.order_by(ENDPOINTS.c.created_at, ENDPOINTS.c.id))).mappings().all()
     found: list[list[Target]] = []
     for event, job in zip(events, jobs, strict=True):
         if job is None:
             found.append([])
             continue
         targets = [
-            Target(row.id, row.url, row.id)
+            Target(row["id"], row["url"], row["id"])
             for row in rows
-            if row.client_id == job["client_id"]
-            and row.job_type in (None, job["job_type"])
-            and row.job_id in (None, job["id"])
-            and event["type"] in row.events
+            if row["client_id"] == job["client_id"]
+            and row["job_type"] in (None, job["job_type"])
+            and row["job_id"] in (None, job["id"])
+            and event["type"] in row["events"]
         ]
         if job.get("callback_url"):
             targets.append(Target(CALLBACK, job["callback_url"], None))
