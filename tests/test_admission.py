@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.config import Settings
 from app.main import create_app
 from app.models.tables import JOBS
+from app.services.breakers import CHECK_SCRIPT
+from app.services.rate_limit import SLIDE_SCRIPT
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import Api, api_with, app_process, free_port, redis_stopped, until_status, wait_for
 
@@ -160,3 +162,27 @@ async def test_a_one_mebibyte_body_is_413_and_saves_nothing(api: Api) -> None:
     answer = await api.client.post("/api/v1/jobs", content=body, headers=headers)
     assert (answer.status_code, answer.json()["code"]) == (413, "body_too_large")
     assert (await api.client.get("/api/v1/jobs", headers=headers)).json()["items"] == []
+
+
+async def test_one_submit_asks_its_limit_and_its_circuit_in_one_redis_round_trip() -> None:
+    async with guarded(make_settings(rate_limit_per_minute=2)) as api:
+        headers = await api.new_client("one-trip")
+        redis = api.app.state.api.limiter.redis
+        flushes: list[list[str]] = []
+        flush = redis.commit.flush
+
+        async def noted(commands: list[Any]) -> list[Any]:
+            flushes.append([c.args[1] for c in commands if c.args[0] == "EVALSHA"])
+            return await flush(commands)
+
+        redis.commit.flush = noted
+        try:
+            assert (await api.submit(headers)).status_code == 201
+            assert (await api.submit(headers)).status_code == 201
+            # Over the limit, a bad body is still answered 429: the limit is judged first, as before.
+            over = await api.client.post("/api/v1/jobs", json={"job_type": "nope"}, headers=headers)
+        finally:
+            redis.commit.flush = flush
+        assert over.status_code == 429
+        both = [f for f in flushes if SLIDE_SCRIPT.sha in f and CHECK_SCRIPT.sha in f]
+        assert len(both) == 2, flushes

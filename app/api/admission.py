@@ -4,7 +4,7 @@ its job type's circuit and its callback URL's SSRF check. Each refusal is an Api
 import asyncio
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import Request, Response
@@ -96,6 +96,27 @@ def batch_requests(data: dict[str, Any]) -> list[JobOptions]:
     if errors:
         raise invalid(errors)
     return requests
+
+
+async def limited_then_admitted(
+    state: ApiState, client_id: str, response: Response, read: Callable[[], Awaitable[JobOptions]]
+) -> JobOptions:
+    """One job's request read by `read`, counted against the client's rate limit and admitted, answering as
+    `rate_limit`, then reading, then `admit` would one after the other (a 429 before a bad body, a bad body
+    before a 503), with the limit and the job type's circuit asked in one Redis round trip."""
+    try:
+        one = await read()
+    except ApiError:
+        await rate_limit(state, client_id, response)
+        raise
+    limit, circuits = await asyncio.gather(
+        rate_limit(state, client_id, response), _circuits_closed(state, [one], False), return_exceptions=True
+    )
+    for outcome in (limit, circuits):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    await urls_safe(state, [one])
+    return one
 
 
 async def admit(state: ApiState, requests: Sequence[JobOptions], batch: bool = False) -> None:

@@ -5,11 +5,28 @@ from typing import Annotated, Any
 from asgi_correlation_id import correlation_id
 from fastapi import APIRouter, Header, Query, Request, Response
 
-from app.api.admission import admit, batch_requests, batch_size, job_request, json_object, rate_limit
+from app.api.admission import (
+    admit,
+    batch_requests,
+    batch_size,
+    job_request,
+    json_object,
+    limited_then_admitted,
+    rate_limit,
+)
 from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.core.statuses import JobStatus
-from app.schemas.job import BATCH_REQUEST_SCHEMA, BatchItemOut, BatchOut, JobEventOut, JobOut, JobPage, Submitted
+from app.schemas.job import (
+    BATCH_REQUEST_SCHEMA,
+    BatchItemOut,
+    BatchOut,
+    JobEventOut,
+    JobOptions,
+    JobOut,
+    JobPage,
+    Submitted,
+)
 from app.schemas.webhook import DeliveryOut
 from app.services.dlq import NotCancellable, NotDeadLettered
 from app.services.jobs import IdempotencyConflict
@@ -60,12 +77,14 @@ async def submit_job(
 ) -> JobOut:
     """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable; with `wait`,
     once the job is finished or the wait is over."""
-    await rate_limit(state, principal.client_id, response)
-    data = await json_object(request, state.resources.settings.max_body_bytes)
-    if idempotency_key and "idempotency_key" not in data:
-        data["idempotency_key"] = idempotency_key
-    one = job_request(data)
-    await admit(state, [one])
+
+    async def read() -> JobOptions:
+        data = await json_object(request, state.resources.settings.max_body_bytes)
+        if idempotency_key and "idempotency_key" not in data:
+            data["idempotency_key"] = idempotency_key
+        return job_request(data)
+
+    one = await limited_then_admitted(state, principal.client_id, response, read)
     try:
         job, outcome = await state.waiting.submit(principal, one, correlation_id.get(), wait)
     except IdempotencyConflict as exc:
