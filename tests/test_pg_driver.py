@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.database import is_unreachable
 from app.models import pg_batch
-from tests.support import make_job
+from tests.support import make_job, wait_for
 from tests.test_pg_claim import add
 
 
@@ -59,3 +59,40 @@ async def test_statements_go_through_sqlalchemy_while_something_listens(db: Asyn
         event.remove(db.sync_engine, "before_cursor_execute", listen)
     assert [row["id"] for row in moved] == [job_id]
     assert seen == [pg_batch.QUEUE_PENDING]
+
+
+async def backend(conn: object) -> int:
+    return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())  # type: ignore[attr-defined]
+
+
+async def test_kept_connections_are_reused_skipped_once_the_server_closed_them_and_given_back(
+    db: AsyncEngine,
+) -> None:
+    [job_id] = await add(db, make_job(status="pending"))
+    pg_batch.keep_spares(db)
+    try:
+        async with pg_batch.autocommit(db) as conn:
+            first = await backend(conn)
+        async with pg_batch.autocommit(db) as conn:
+            assert await backend(conn) == first  # the same connection, kept between the two
+        async with db.connect() as other:
+            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
+        [kept] = pg_batch._spares[db].kept
+
+        async def closed() -> bool:
+            return bool(kept.sync_connection.connection.driver_connection.is_closed())  # type: ignore[union-attr]
+
+        await wait_for(closed, within=10)
+        # A server restart closes every idle connection so: once that is seen, no statement meets it.
+        async with pg_batch.autocommit(db) as conn:
+            second = await backend(conn)
+            moved = await pg_batch.queue_pending(conn, [job_id], datetime.now(UTC))
+        assert second != first
+        assert [row["id"] for row in moved] == [job_id]
+        assert db.sync_engine.pool.checkedout() == 1  # kept between uses
+    finally:
+        await pg_batch.release_spares(db)
+    assert db.sync_engine.pool.checkedout() == 0  # back in the pool, which the engine's dispose closes
+    assert db not in pg_batch._spares
+    async with db.connect() as conn:  # the cut connection did not go back into the pool either
+        assert await backend(conn) not in (first, 0)

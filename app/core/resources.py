@@ -14,6 +14,7 @@ from app.core.recent_logs import RecentLogs
 from app.core.redaction import Redactor
 from app.core.redis_batch import RedisBatch
 from app.core.topology import Topology, build_topology
+from app.models import pg_batch
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Resources:
         """Create the clients; the broker connects in the background if it is not up yet."""
         topology = build_topology(settings)
         engine = make_engine(settings.database_url, settings.db_pool_size)
+        pg_batch.keep_spares(engine)
         redis = Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         broker = Broker(settings.rabbitmq_url, topology, settings.publish_timeout_seconds, name=f"{role}-publisher")
         await broker.start(wait=broker_wait)
@@ -47,4 +49,5 @@ class Resources:
         await self.logs.stop()
         await self.redis_batch.close()
         await self.redis.aclose()
+        await pg_batch.release_spares(self.engine)
         await self.engine.dispose()
