@@ -121,7 +121,14 @@ class Db:
         return jobs
 
     async def server_version(self) -> str:
-        return str(await self.pool.fetchval("SHOW server_version"))
+        """The version, with the settings that change what a statement costs here: without autovacuum no table
+        is analysed, so a prepared statement's generic plan, made while its table was nearly empty, is kept
+        (sequential scans as the table grows); synchronous_commit sets what each commit waits for."""
+        rows = await self.pool.fetch(
+            "SELECT name, setting FROM pg_settings WHERE name IN ('autovacuum', 'synchronous_commit') ORDER BY name"
+        )
+        shown = ", ".join(f"{row['name']} {row['setting']}" for row in rows)
+        return f"{await self.pool.fetchval('SHOW server_version')} ({shown})"
 
 
 @dataclass
