@@ -2,11 +2,15 @@
 endpoint are sent now (the action is the probe) and their success closes the circuit (issue 13, item 6)."""
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from redis.asyncio import Redis
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.responses import Response
 
+from app.models.tables import DELIVERIES
 from app.workers.job_worker import JobWorker
 from tests.conftest import make_settings, running_webhook_worker
 from tests.receiver import Receiver
@@ -30,6 +34,11 @@ async def broken_endpoint(api: Api, receiver: Receiver, redis: Redis, client: st
         return await redis.hget(breaker, "opened_at") is not None
 
     await wait_for(opened, within=20)
+
+    async def logged() -> bool:  # the circuit opens beside the attempt's record: wait for the record too
+        return [len(d["attempts"]) for d in await logs(api, headers, job["id"])] == [1]
+
+    await wait_for(logged, within=10)
     receiver.answer = None  # fixed: answers 200 from now on
     return headers, (endpoint, job, breaker)
 
@@ -61,6 +70,28 @@ async def test_a_redelivery_goes_out_through_an_open_circuit_and_closes_it(
         await circuit_closed(redis, breaker)  # the operator's success closed the circuit
         [after] = await logs(api, headers, job["id"])
         assert [a["status_code"] for a in after["attempts"]][-1] == 200
+
+
+async def test_a_redelivery_that_finds_an_attempt_in_flight_waits_for_it_as_the_operators_and_goes_out(
+    api: Api, worker: JobWorker, receiver: Receiver, redis: Redis, db: AsyncEngine
+) -> None:
+    """The operator's message finds the delivery leased (another worker's attempt in flight): it comes back as
+    soon as a delay tier allows, still the operator's, and goes out through the open circuit once the lease ends.
+    (It used to wait for the tier past the lease, 30 s here, and come back as an ordinary message, held by the
+    circuit for its 60 s cooldown.)"""
+    async with running_webhook_worker(make_settings(**{**SETTINGS, "webhook_retry_schedule": "0.5,30"})):
+        headers, (_, job, breaker) = await broken_endpoint(api, receiver, redis, "op-in-flight")
+        [delivery] = await logs(api, headers, job["id"])
+        in_flight = datetime.now(UTC) + timedelta(seconds=2)
+        async with db.begin() as conn:
+            await conn.execute(
+                update(DELIVERIES).where(DELIVERIES.c.id == delivery["id"]).values(lease_until=in_flight)
+            )
+        answer = await api.client.post(f"/api/v1/deliveries/{delivery['id']}/redeliver", headers=headers)
+        assert answer.status_code in (200, 202), answer.text
+        await delivered(receiver, "/op-in-flight", 2)
+        assert time.time() >= in_flight.timestamp()  # not before the lease ended
+        await circuit_closed(redis, breaker)
 
 
 async def test_recover_goes_out_through_an_open_circuit(

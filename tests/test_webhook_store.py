@@ -18,8 +18,9 @@ from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.models.tables import ATTEMPTS, CLIENT_SECRETS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
-from app.services.deliveries import CALLBACK, ROWS_PER_INSERT, parse_event
+from app.services.deliveries import CALLBACK, ROWS_PER_INSERT, parse_event, reset_for_redelivery
 from app.services.outbox import Pending
+from app.workers.delivery_batches import DeliveryBatches
 from app.workers.job_store import Defer, Drop
 from app.workers.retry_policy import DeadLetter, Retry
 from app.workers.webhook_store import (
@@ -298,6 +299,37 @@ async def test_a_success_fenced_out_by_a_newer_claim_writes_no_attempt_and_no_au
     assert [detail["status_code"] for _, detail in await trail(engine, other.delivery["job_id"])] == [200]
 
 
+async def test_a_redelivery_while_attempts_are_in_flight_is_not_undone_by_their_records(engine: AsyncEngine) -> None:
+    """An operator's redelivery resets a delivery while a worker is attempting it: the attempt is still counted
+    and logged, but its outcome does not push the next attempt out or spend the fresh budget, unless it
+    succeeded (the receiver has it). The success goes through the one-statement record on PostgreSQL, the failure
+    through the one that judges its endpoint; SQLite takes the portable statement."""
+    client_id = a_client()
+    await an_endpoint(engine, client_id, new_secret())
+    first, second = await fanned(engine, [await finished(engine, client_id), await finished(engine, client_id)])
+    succeeding, failing = await sends(engine, [first, second])
+    async with engine.begin() as conn:
+        for the_id in (first, second):
+            await conn.execute(reset_for_redelivery(the_id))
+    later = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
+
+    assert await store(engine).record([Recording(succeeding, answered(200), None)]) == [True]
+    assert await store(engine).record(
+        [Recording(failing, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
+    ) == [True]
+
+    rows = await deliveries(engine, [first, second])
+    assert [
+        (rows[i]["status"], rows[i]["attempt_count"], rows[i]["budget_used"], rows[i]["next_attempt_at"])
+        for i in (first, second)
+    ] == [("succeeded", 1, 0, None), ("pending", 1, 0, None)]
+    assert [rows[i]["lease_until"] for i in (first, second)] == [None, None]
+    logged = await attempts(engine, [first, second])
+    assert [[(a["attempt"], a["status_code"]) for a in logged[i]] for i in (first, second)] == [[(1, 200)], [(1, 500)]]
+    [next_claim] = await sends(engine, [second])  # the operator's message finds it due at once
+    assert next_claim.delivery["attempt_count"] == 1
+
+
 async def test_a_response_body_with_nul_characters_is_recorded_with_them_replaced(engine: AsyncEngine) -> None:
     client_id = a_client()
     await an_endpoint(engine, client_id, new_secret())
@@ -406,8 +438,9 @@ def _mssql_params(statement: Any) -> dict[str, Any]:
     return dict(statement.compile(dialect=mssql.dialect(), compile_kwargs={"render_postcompile": True}).params)
 
 
-def claimed_row(attempt_count: int) -> dict[str, Any]:
-    return {"id": "msg_" + uuid.uuid4().hex, "attempt_count": attempt_count, "job_id": None, "endpoint_id": None}
+def claimed_row(attempt_count: int, updated_at: datetime = NOW) -> dict[str, Any]:
+    delivery = {"id": "msg_" + uuid.uuid4().hex, "attempt_count": attempt_count, "updated_at": updated_at}
+    return {**delivery, "job_id": None, "endpoint_id": None}
 
 
 def test_the_claim_renders_for_mssql_with_output_instead_of_returning() -> None:
@@ -431,17 +464,24 @@ def test_the_record_and_release_statements_render_for_mssql() -> None:
     }
     record = _mssql(recorded_update(plans, NOW))
     assert "OUTPUT inserted.id WHERE" in record and "RETURNING" not in record
-    assert record.count("CASE deliveries.id") == 3  # the per-row status, next attempt and fencing count
+    assert record.count("CASE deliveries.id") == 4  # the per-row status, budget, next attempt and fencing count
+    # A retry keeps an operator's reset made while it was in flight (the row's updated_at moved since the claim);
+    # a success does not ask.
+    assert record.count("CASE WHEN (deliveries.updated_at = ") == 4
     assert "attempt_count=(deliveries.attempt_count + :attempt_count_1)" in record
-    assert "deliveries.attempt_count = CASE deliveries.id WHEN :param_9 THEN :param_10" in record
+    assert "deliveries.attempt_count = CASE deliveries.id WHEN :param_15 THEN :param_16" in record
     assert not BOOLEAN_IS.search(record), record
     values = _mssql_params(recorded_update(plans, NOW))
-    assert [values[f"param_{n}"] for n in range(1, 13)] == [
-        *(ok["id"], "succeeded", retried["id"], "pending"),
-        *(ok["id"], None, retried["id"], NOW),
+    assert [values[f"param_{n}"] for n in range(1, 19)] == [
+        *(ok["id"], "succeeded", retried["id"], NOW, "pending"),
+        *(ok["id"], NOW, retried["id"], NOW),
+        *(ok["id"], None, retried["id"], NOW, NOW),
         *(ok["id"], 0, retried["id"], 2),
     ]
     assert (values["lease_until"], values["updated_at"]) == (None, NOW)
+    retries = [claimed_row(1) for _ in range(DeliveryBatches.max_batch)]
+    full = {d["id"]: Recording(Send(d, []), answered(503), Retry(Tier(1, 0.2), 200, NOW)) for d in retries}
+    assert len(_mssql_params(recorded_update(full, NOW))) < 2100  # a whole record batch in one MSSQL statement
 
     release = _mssql(released([ok, retried]))
     assert release.startswith("UPDATE deliveries SET lease_until=:lease_until WHERE deliveries.id IN (")

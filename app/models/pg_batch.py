@@ -353,12 +353,27 @@ CLAIM_DELIVERIES = (
     "WHERE id = ANY($1::varchar[]) AND status = 'pending' AND (lease_until IS NULL OR lease_until < $3) "
     "AND (next_attempt_at IS NULL OR next_attempt_at <= $3) RETURNING *"
 )
-RECORD_DELIVERIES = (
-    "UPDATE deliveries AS d SET status = v.status, attempt_count = d.attempt_count + 1, "
-    "budget_used = d.budget_used + 1, next_attempt_at = v.next_at, lease_until = NULL, updated_at = $5 "
-    "FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[]) AS v(id, claimed, status, next_at) "
-    "WHERE d.id = v.id AND d.attempt_count = v.claimed RETURNING d.id"
-)
+
+
+def _record_deliveries(claimed_at: int) -> str:
+    """Each delivery to the state its attempt leads to, behind its fencing check; `$claimed_at` holds each row's
+    `updated_at` as its claim left it. A row changed since (an operator's redelivery while the attempt was in
+    flight) keeps the operator's status, next attempt and budget, unless the attempt succeeded: the attempt is
+    still counted and logged."""
+    kept = "d.updated_at = v.claimed_at"
+    return (
+        f"UPDATE deliveries AS d SET status = CASE WHEN {kept} OR v.status = 'succeeded' THEN v.status "
+        "ELSE d.status END, attempt_count = d.attempt_count + 1, "
+        f"budget_used = CASE WHEN {kept} THEN d.budget_used + 1 ELSE d.budget_used END, "
+        f"next_attempt_at = CASE WHEN {kept} OR v.status = 'succeeded' THEN v.next_at ELSE d.next_attempt_at END, "
+        "lease_until = NULL, updated_at = $5 "
+        f"FROM unnest($1::varchar[], $2::int[], $3::varchar[], $4::timestamptz[], ${claimed_at}::timestamptz[]) "
+        "AS v(id, claimed, status, next_at, claimed_at) "
+        "WHERE d.id = v.id AND d.attempt_count = v.claimed RETURNING d.id"
+    )
+
+
+RECORD_DELIVERIES = _record_deliveries(claimed_at=6)
 INSERT_ATTEMPTS = (
     "INSERT INTO delivery_attempts "
     "(delivery_id, attempt, status_code, duration_ms, error, response_body, created_at, next_attempt_at) "
@@ -426,15 +441,16 @@ async def claim_deliveries(
 
 async def record_deliveries(conn: AsyncConnection, rows: Sequence[dict[str, Any]], now: datetime) -> set[str]:
     """Each delivery's new status and next attempt, fenced by the attempt count it was claimed with (id,
-    claimed, status, next_at); the ids that were still ours."""
+    claimed, status, next_at, claimed_at: its `updated_at` as claimed); the ids that were still ours."""
     columns = tuple([r[name] for r in rows] for name in ("id", "claimed", "status", "next_at"))
-    return {row["id"] for row in await _rows(conn, RECORD_DELIVERIES, (*columns, now))}
+    claimed_at = [r["claimed_at"] for r in rows]
+    return {row["id"] for row in await _rows(conn, RECORD_DELIVERIES, (*columns, now, claimed_at))}
 
 
 # A batch of attempts whose endpoints need no judging as one statement: each delivery to its new state behind
 # its fencing check, and the attempt row and audit row of each delivery that was still ours.
 RECORD_DELIVERIES_LOGGED = (
-    "WITH recorded AS (" + RECORD_DELIVERIES + "), "
+    "WITH recorded AS (" + _record_deliveries(claimed_at=17) + "), "
     "attempts AS (INSERT INTO delivery_attempts "
     "(delivery_id, attempt, status_code, duration_ms, error, response_body, created_at, next_attempt_at) "
     "SELECT a.delivery_id, a.attempt, a.status_code, a.duration_ms, a.error, a.response_body, $5, a.next_at "
@@ -464,6 +480,7 @@ async def record_deliveries_logged(
         *([r[name] for r in attempts] for name in names),
         [t["delivery_id"] for t in trail],
         *_event_columns(trail)[:3],  # job_id, event, detail
+        [r["claimed_at"] for r in changes],
     )
     return {row["id"] for row in await _rows(conn, RECORD_DELIVERIES_LOGGED, columns)}
 

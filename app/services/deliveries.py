@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
@@ -218,13 +218,19 @@ class DeliveryService:
             rows = (await conn.execute(query)).all()
             staged = []
             for row in rows:
-                await conn.execute(
-                    update(DELIVERIES)
-                    .where(DELIVERIES.c.id == row.id)
-                    .values(status=DeliveryStatus.PENDING, budget_used=0, next_attempt_at=None, updated_at=utcnow())
-                )
+                await conn.execute(reset_for_redelivery(row.id))
                 endpoint = endpoint_key(row.endpoint_id, row.url)
                 message = delivery_outgoing(self.names, row.id, row.request_id, endpoint, operator=True)
                 staged.append(await outbox.add(conn, message))
         await self.outbox.publish(staged)
         return [row.id for row in rows]
+
+
+def reset_for_redelivery(delivery_id: str) -> Update:
+    """A delivery made pending and due now with a fresh retry budget. Its new `updated_at` tells an attempt in
+    flight, when it is recorded, that an operator acted meanwhile (`webhook_store.recorded_update`)."""
+    return (
+        update(DELIVERIES)
+        .where(DELIVERIES.c.id == delivery_id)
+        .values(status=DeliveryStatus.PENDING, budget_used=0, next_attempt_at=None, updated_at=utcnow())
+    )

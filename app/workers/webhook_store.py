@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from loguru import logger
-from sqlalchemy import ColumnElement, Update, bindparam, insert, select, update
+from sqlalchemy import Column, ColumnElement, Update, bindparam, case, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -215,11 +216,7 @@ class WebhookStore:
             return [r.delivery["id"] in recorded and plans[r.delivery["id"]] is r for r in batch]
         async with self.engine.begin() as conn:
             if pg_batch.applies(conn):
-                changes = [
-                    {"id": i, "claimed": r.delivery["attempt_count"], "status": status[i], "next_at": _next_at(r.plan)}
-                    for i, r in plans.items()
-                ]
-                recorded = await pg_batch.record_deliveries(conn, changes, now)
+                recorded = await pg_batch.record_deliveries(conn, _changes(plans, status), now)
             else:
                 recorded = set((await conn.execute(recorded_update(plans, now))).scalars())
             mine = [r for i, r in plans.items() if i in recorded]
@@ -249,10 +246,7 @@ class WebhookStore:
     async def _record_at_once(self, plans: dict[str, Recording], status: dict[str, str], now: datetime) -> set[str]:
         """`record` on PostgreSQL when no endpoint needs judging (every attempt a success at a healthy endpoint,
         the common case): one statement, a transaction by itself; the ids that were still ours."""
-        changes = [
-            {"id": i, "claimed": r.delivery["attempt_count"], "status": status[i], "next_at": _next_at(r.plan)}
-            for i, r in plans.items()
-        ]
+        changes = _changes(plans, status)
         trail = [
             {**_trail(r.delivery["job_id"], _detail(r, status[i]), now), "delivery_id": i}
             for i, r in plans.items()
@@ -261,6 +255,20 @@ class WebhookStore:
         attempts = [_attempt_row(r, now) for r in plans.values()]
         async with pg_batch.autocommit(self.engine) as conn:
             return await pg_batch.record_deliveries_logged(conn, changes, attempts, trail, now)
+
+
+def _changes(plans: dict[str, Recording], status: dict[str, str]) -> list[Row]:
+    """Each delivery's new state for the set-based record: its fencing count and its `updated_at` as claimed."""
+    return [
+        {
+            "id": i,
+            "claimed": r.delivery["attempt_count"],
+            "claimed_at": r.delivery["updated_at"],
+            "status": status[i],
+            "next_at": _next_at(r.plan),
+        }
+        for i, r in plans.items()
+    ]
 
 
 def _judged(recording: Recording) -> bool:
@@ -286,16 +294,33 @@ async def _endpoints(conn: AsyncConnection, claimed: list[Row]) -> dict[str, Row
 
 def recorded_update(plans: dict[str, Recording], now: datetime) -> Update:
     """The portable record: each delivery (by id) to the state its attempt leads to, behind its fencing check,
-    RETURNING the ids it took."""
-    key = DELIVERIES.c.id
+    RETURNING the ids it took. A row changed since its claim (an operator's redelivery while the attempt was in
+    flight) keeps the operator's status, next attempt and budget, unless the attempt succeeded; the attempt is
+    still counted."""
+    key, columns = DELIVERIES.c.id, DELIVERIES.c
+
+    def kept(r: Recording) -> ColumnElement[bool]:  # the row as its claim left it
+        return columns.updated_at == literal(r.delivery["updated_at"], columns.updated_at.type)
+
+    def unless_reset(r: Recording, value: object, column: Column[Any]) -> ColumnElement[Any]:
+        planned = literal(value, column.type)
+        return planned if r.plan is None else case((kept(r), planned), else_=column)
+
+    def each(values: dict[str, ColumnElement[Any]]) -> ColumnElement[Any]:
+        return case(values, value=key)
+
     return (
         update(DELIVERIES)
         .where(*_fenced([r.delivery for r in plans.values()]))
         .values(
-            status=per_row(key, DELIVERIES.c.status, {i: _status(r.plan) for i, r in plans.items()}),
-            attempt_count=DELIVERIES.c.attempt_count + 1,
-            budget_used=DELIVERIES.c.budget_used + 1,
-            next_attempt_at=per_row(key, DELIVERIES.c.next_attempt_at, {i: _next_at(r.plan) for i, r in plans.items()}),
+            status=each({i: unless_reset(r, _status(r.plan), columns.status) for i, r in plans.items()}),
+            attempt_count=columns.attempt_count + 1,
+            budget_used=each(
+                {i: case((kept(r), columns.budget_used + 1), else_=columns.budget_used) for i, r in plans.items()}
+            ),
+            next_attempt_at=each(
+                {i: unless_reset(r, _next_at(r.plan), columns.next_attempt_at) for i, r in plans.items()}
+            ),
             lease_until=None,
             updated_at=now,
         )

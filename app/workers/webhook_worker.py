@@ -133,7 +133,11 @@ class WebhookWorker:
             case ToDeadLetters():
                 await message.reject(requeue=False)
             case Defer(seconds):
-                await self._to_tier(message, tier_for_wait(self.resources.topology.webhook_tiers, seconds), None)
+                # Not attempted: an operator's message stays one, and comes back as soon as a tier allows (its
+                # delivery is leased by an attempt in flight, recorded within moments).
+                tiers = self.resources.topology.webhook_tiers
+                tier = tier_at_most(tiers, seconds) if operator else tier_for_wait(tiers, seconds)
+                await self._to_tier(message, tier, None, keep_operator=operator)
                 await message.ack()
             case Send() as send:
                 await self._send(message, send, operator)
@@ -217,14 +221,18 @@ class WebhookWorker:
         error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
         return Attempt(response.status_code, response.duration_ms, error, response.body, response.retry_after)
 
-    async def _to_tier(self, message: AbstractIncomingMessage, tier: Tier, expiration_ms: int | None) -> None:
+    async def _to_tier(
+        self, message: AbstractIncomingMessage, tier: Tier, expiration_ms: int | None, keep_operator: bool = False
+    ) -> None:
+        """The message to wait in a delay tier; an operator's mark goes with it only when asked (a retry after
+        the operator's attempt is an ordinary one)."""
         names = self.resources.names
         queue = names.webhook_tier_queue(tier)
         outgoing = Outgoing(
             names.webhooks_retry_exchange,
             queue,
             message.body,
-            {k: v for k, v in (message.headers or {}).items() if k != OPERATOR_HEADER},
+            {k: v for k, v in (message.headers or {}).items() if keep_operator or k != OPERATOR_HEADER},
             expiration_ms=expiration_ms or jittered_ms(tier),
             message_id=message.message_id,
         )
