@@ -29,6 +29,7 @@ from app.api.state import ApiState
 from app.core import metrics
 from app.core.collector import settle
 from app.core.config import Settings, get_settings
+from app.core.database import server_warning
 from app.core.failpoints import Failpoints
 from app.core.logging import configure_logging
 from app.core.parent import stay_with_parent
@@ -87,6 +88,8 @@ async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
             state.workers[name] = partial(getattr, worker, "state")
         app.state.api, app.state.workers, app.state.runtime = state, embedded, runtime
         await runtime.start()
+        if warning := await server_warning(runtime.resources.engine):
+            logger.warning(warning)
         logger.info("API ready on http://{}:{} (namespace {})", settings.host, settings.port, settings.namespace)
         yield
 

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
-from app.core.database import make_engine
+from app.core.database import NO_AUTOVACUUM, make_engine, server_warning
 from app.core.messages import event_id
 from app.core.names import Names
 from app.core.statuses import JobStatus
@@ -52,6 +52,26 @@ async def read_job(engine: AsyncEngine, job_id: str) -> Row:
 
 
 # -- UTC datetimes --------------------------------------------------------------------------------
+
+
+async def test_the_log_is_warned_when_postgresql_runs_without_autovacuum(engine: AsyncEngine) -> None:
+    """Without autovacuum no table is analysed, and the hot statements keep plans made on small tables."""
+    warning = await server_warning(engine)
+    if engine.dialect.name == "sqlite":
+        assert warning is None
+        return
+    async with engine.connect() as conn:
+        setting = (await conn.exec_driver_sql("SHOW autovacuum")).scalar()
+    assert setting in ("on", "off")
+    assert warning == (NO_AUTOVACUUM if setting == "off" else None)
+
+
+async def test_a_database_that_does_not_answer_gives_no_warning_and_no_error() -> None:
+    db = make_engine("postgresql+asyncpg://postgres@127.0.0.1:1/nothing")  # nothing listens on port 1
+    try:
+        assert await server_warning(db) is None
+    finally:
+        await db.dispose()
 
 
 async def test_datetimes_come_back_as_the_same_utc_instant_to_the_microsecond(engine: AsyncEngine) -> None:
