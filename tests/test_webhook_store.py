@@ -206,12 +206,13 @@ async def test_a_claim_leases_each_delivery_once_and_opens_its_secrets(engine: A
     lease = first.delivery["lease_until"]
     assert before + timedelta(seconds=LEASE) <= lease <= datetime.now(UTC) + timedelta(seconds=LEASE)
     assert unknown == Drop("no such delivery")
-    assert again == Defer(LEASE)  # the same delivery twice in one batch: the first one sends
+    assert again == Defer(LEASE, in_flight=True)  # the same delivery twice in one batch: the first one sends
     assert (await deliveries(engine, [by_endpoint]))[by_endpoint]["lease_until"] == lease
 
     leased = await store(engine).claim([by_endpoint, by_callback, "msg_no_such_delivery"])
     assert [type(v) for v in leased] == [Defer, Defer, Drop]
     assert all(LEASE - 5 < v.seconds <= LEASE for v in leased if isinstance(v, Defer))  # until the lease ends
+    assert [v.in_flight for v in leased if isinstance(v, Defer)] == [True, True]  # due, and being attempted
 
 
 # ---------------------------------------------------------------- record
@@ -328,6 +329,11 @@ async def test_a_redelivery_while_attempts_are_in_flight_is_not_undone_by_their_
     assert [[(a["attempt"], a["status_code"]) for a in logged[i]] for i in (first, second)] == [[(1, 200)], [(1, 500)]]
     [next_claim] = await sends(engine, [second])  # the operator's message finds it due at once
     assert next_claim.delivery["attempt_count"] == 1
+    assert await store(engine).record(
+        [Recording(next_claim, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
+    ) == [True]
+    [not_due] = await store(engine).claim([second])  # a second copy of the operator's message, after its attempt
+    assert isinstance(not_due, Defer) and not not_due.in_flight and not_due.seconds > 3600
 
 
 async def test_a_response_body_with_nul_characters_is_recorded_with_them_replaced(engine: AsyncEngine) -> None:

@@ -77,9 +77,11 @@ class ToDeadLetters:
 
 @dataclass(frozen=True)
 class Defer:
-    """Leased by another worker, or not due yet: send the message back through a tier."""
+    """Leased by another worker, or not due yet: send the message back through a tier. `in_flight`: due, but
+    leased by an attempt in flight (a webhook delivery's; an operator's message waits for that alone)."""
 
     seconds: float
+    in_flight: bool = False
 
 
 @dataclass(frozen=True)

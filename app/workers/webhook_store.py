@@ -137,7 +137,7 @@ class WebhookStore:
             elif delivery_id in seen:
                 verdicts.append(_not_ours(seen[delivery_id], now))
             elif delivery_id in secrets:  # a second message for a delivery this batch claimed
-                verdicts.append(Defer(self.lease_seconds))
+                verdicts.append(Defer(self.lease_seconds, in_flight=True))
             else:
                 verdicts.append(Drop("no such delivery"))
         return verdicts
@@ -379,8 +379,10 @@ def _not_ours(delivery: Row, now: datetime) -> Drop | ToDeadLetters | Defer:
         return Drop("delivery already succeeded")
     if delivery["status"] == DeliveryStatus.FAILED:
         return ToDeadLetters([])
-    waits = [t for t in (delivery["lease_until"], delivery["next_attempt_at"]) if t is not None and t > now]
-    return Defer(max((t - now).total_seconds() for t in waits) if waits else 0.1)
+    lease, due = delivery["lease_until"], delivery["next_attempt_at"]
+    waits = [t for t in (lease, due) if t is not None and t > now]
+    in_flight = lease is not None and lease > now and (due is None or due <= now)
+    return Defer(max((t - now).total_seconds() for t in waits) if waits else 0.1, in_flight)
 
 
 def _detail(recording: Recording, status: str) -> Row:

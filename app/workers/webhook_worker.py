@@ -132,12 +132,13 @@ class WebhookWorker:
                 await message.ack()
             case ToDeadLetters():
                 await message.reject(requeue=False)
-            case Defer(seconds):
-                # Not attempted: an operator's message stays one, and comes back as soon as a tier allows (its
-                # delivery is leased by an attempt in flight, recorded within moments).
+            case Defer(seconds, in_flight):
+                # An operator's message that finds an attempt in flight waits for that alone: it comes back as
+                # soon as a tier allows, still the operator's. Any other waits until the delivery is due.
                 tiers = self.resources.topology.webhook_tiers
-                tier = tier_at_most(tiers, seconds) if operator else tier_for_wait(tiers, seconds)
-                await self._to_tier(message, tier, None, keep_operator=operator)
+                waits_for_attempt = operator and in_flight
+                tier = tier_at_most(tiers, seconds) if waits_for_attempt else tier_for_wait(tiers, seconds)
+                await self._to_tier(message, tier, None, keep_operator=waits_for_attempt)
                 await message.ack()
             case Send() as send:
                 await self._send(message, send, operator)
