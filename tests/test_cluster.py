@@ -258,8 +258,11 @@ async def test_losing_a_node_while_jobs_with_webhooks_run_loses_nothing_and_doub
         await wait_for(lambda: _finished(db, ids, at_least=len(ids)), within=180)
         await wait_for(lambda: _arrived(receiver, len(ids)), within=120)
         await wait_for(lambda: _quiet(cluster, survivor), within=60)
-        consumers = await _consumers(cluster, survivor, lane, settings.job_consumers_default)
-        assert consumers, (jobs.output()[-2000:], hooks.output()[-2000:])
+        try:  # every consumer of the worker is back, restored by aio-pika or replaced by the worker's watch
+            await wait_for(lambda: _consumers(cluster, survivor, lane, settings.job_consumers_default), within=60)
+        except AssertionError:
+            rows = await asyncio.to_thread(queue_rows, cluster, survivor, "consumers")
+            raise AssertionError((rows[lane]["consumers"], jobs.output()[-6000:], hooks.output()[-2000:])) from None
     await _exactly_once(db, ids, receiver)
     pause = await _longest_pause(db, ids)
     print(

@@ -4,6 +4,7 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -13,6 +14,7 @@ from app.core.names import Lane
 from app.core.topology import build_topology
 from app.main import create_app
 from app.models.tables import JOBS, OUTBOX
+from app.workers import consumers
 from app.workers.job_worker import JobWorker
 from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings
 from tests.support import Api, BrokerProbe, api_with, trail, until_status, wait_for
@@ -253,3 +255,30 @@ async def test_the_outbox_empties_once_its_messages_are_out(api: Api, worker: Jo
         return await left() == 0
 
     await wait_for(empty, within=10)
+
+
+async def test_a_consumer_that_stops_consuming_is_replaced_and_its_lane_runs_on(
+    api: Api, worker: JobWorker, broker: BrokerProbe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer lost without aio-pika noticing (its restore failed, say) is found and started again."""
+    monkeypatch.setattr(consumers, "WATCH_INTERVAL", 0.2)
+    lane = broker.topology.names.lane_queue(Lane.DEFAULT)
+    full = await broker.consumers(lane)
+    lost = next(c for c in worker.group.consumers if c.queue_name == lane)
+    underlay = await lost.channel.get_underlay_channel()
+    await underlay.basic_cancel(lost.tag)  # the broker stops delivering to it; aio-pika is not told
+
+    async def one_short() -> bool:
+        return await broker.consumers(lane) == full - 1
+
+    async def replaced() -> bool:
+        return await broker.consumers(lane) == full and lost not in worker.group.consumers
+
+    await wait_for(one_short, within=5)
+    await wait_for(replaced, within=30)  # the watch runs every 5 s until the patch applies
+    assert lost.channel.is_closed
+    assert sum(c.queue_name == lane for c in worker.group.consumers) == full
+    headers = await api.new_client("w-replaced")
+    jobs = [(await api.submit(headers, payload={"n": n})).json() for n in range(full + 1)]
+    for job in jobs:
+        assert (await until_status(api, headers, job["id"]))["status"] == "succeeded"

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
+import aiormq
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 from loguru import logger
 
@@ -18,15 +19,31 @@ from app.core.topology import QueueSpec
 from app.workers.reports import WorkerReport
 
 REQUEUE_PAUSE = 1.0
+WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
 MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
 
 @dataclass
 class Consumer:
-    queue_name: str
+    spec: QueueSpec
     channel: AbstractChannel
     queue: AbstractQueue
-    tag: str
+    tag: str = ""
+    handling: int = 0  # its message being handled (prefetch 1: 0 or 1)
+
+    @property
+    def queue_name(self) -> str:
+        return self.spec.name
+
+    async def consuming(self) -> bool:
+        """Its channel is open and the broker delivers to its tag on it."""
+        if self.channel.is_closed:
+            return False
+        try:
+            underlay = cast(aiormq.Channel, await asyncio.wait_for(self.channel.get_underlay_channel(), timeout=1))
+        except Exception:  # not open, or not reopened within the second
+            return False
+        return not underlay.is_closed and self.tag in underlay.consumers
 
 
 @dataclass
@@ -63,20 +80,47 @@ class ConsumerGroup:
                 self.consumers.append(await self._consume(specs[queue_name]))
         self.state = WorkerState.RUNNING
         logger.info("{} consuming: {}", self.name, self.plan)
+        await self._watch()
 
     async def _consume(self, spec: QueueSpec) -> Consumer:
         channel = await self.intake.connection.channel()
         await channel.set_qos(prefetch_count=1)
         # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
         queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
-        tag = await queue.consume(partial(self._on_message, spec.name))
-        return Consumer(spec.name, channel, queue, tag)
+        consumer = Consumer(spec, channel, queue)
+        consumer.tag = await queue.consume(partial(self._on_message, consumer))
+        return consumer
 
-    async def _on_message(self, queue_name: str, message: AbstractIncomingMessage) -> None:
+    async def _watch(self) -> None:
+        """aio-pika restores each channel's consumer after a reconnect; when that restore itself fails (seen when
+        a cluster node went away while it ran) the consumer is gone for good and the worker goes on with fewer. So
+        a consumer found not consuming at two looks in a row, while the connection is up and it handles no
+        message, is replaced: its channel closed, a new one opened with a new consumer."""
+        suspects: set[str] = set()  # tags
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            if not self.intake.is_up:
+                suspects.clear()  # between reconnects aio-pika is at work: give it its chance
+                continue
+            lost = {c.tag for c in self.consumers if c.handling == 0 and not await c.consuming()}
+            for index, consumer in enumerate(list(self.consumers)):
+                if consumer.tag in lost & suspects:
+                    self.consumers[index] = await self._replace(consumer)
+            suspects = lost - suspects
+
+    async def _replace(self, consumer: Consumer) -> Consumer:
+        logger.warning("{}: a consumer of {} stopped consuming; starting a new one", self.name, consumer.queue_name)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(consumer.channel.close(), timeout=5)  # closed: aio-pika no longer restores it
+        return await self._consume(consumer.spec)
+
+    async def _on_message(self, consumer: Consumer, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
         assert task is not None
+        queue_name = consumer.queue_name
         self.inflight.add(task)
         self.busy[queue_name] += 1
+        consumer.handling += 1
         try:
             await self.handle(message)
         except asyncio.CancelledError:
@@ -91,6 +135,7 @@ class ConsumerGroup:
         finally:
             self.inflight.discard(task)
             self.busy[queue_name] -= 1
+            consumer.handling -= 1
             self.handled += 1
 
     async def stop(self, grace: float) -> None:
