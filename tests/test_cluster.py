@@ -172,8 +172,11 @@ async def test_the_janitor_leaves_a_quorum_dlq_in_its_order(
     try:
         await wait_for(lambda: _depth(probe, names.jobs_dlq, 4), within=30)
         before = await dlq_ids(probe)
+        # The probe and the janitor talk to different nodes: each looks once the other's returns are applied.
+        await wait_for(lambda: _depth(probe, names.jobs_dlq, 4), within=30)
         removed = await DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq).sweep()
         assert removed == {names.jobs_dlq: 0, names.webhooks_dlq: 0}  # all four are still dead: they stay
+        await wait_for(lambda: _depth(probe, names.jobs_dlq, 4), within=30)
         assert await dlq_ids(probe) == before
     finally:
         await probe.purge(names.jobs_dlq)

@@ -51,7 +51,7 @@ class Broker:
         self._topology = topology
         self._timeout = publish_timeout
         self._name = name
-        self._connection: AbstractRobustConnection | None = None
+        self._connection: FailoverConnection | None = None
         self._channel: AbstractChannel | None = None
         self._plain: AbstractChannel | None = None  # for best-effort sends, opened on first use
         self._plain_opening = asyncio.Lock()
@@ -121,6 +121,11 @@ class Broker:
     def is_up(self) -> bool:
         """Connected right now (a robust connection may be between reconnects)."""
         return self._connection is not None and self._connection.connected.is_set()
+
+    @property
+    def settled(self) -> bool:
+        """Connected, and done restoring channels and consumers after the last reconnect."""
+        return self._connection is not None and self.is_up and not self._connection.restoring
 
     async def publish(self, message: Outgoing) -> None:
         """Publish and wait for the broker's confirm; raise PublishError on anything short of that."""

@@ -27,7 +27,15 @@ class FailoverConnection(RobustConnection):
         self.nodes = [URL(node) for node in nodes]
         self._at = first
         self._attempts = 0
+        self.restoring = False  # connected, and aio-pika is restoring the channels and their consumers
         super().__init__(self.nodes[first], **kwargs)
+
+    async def _on_connected(self) -> None:
+        self.restoring = True
+        try:
+            await super()._on_connected()
+        finally:
+            self.restoring = False
 
     async def _RobustConnection__connect_transport(self) -> None:
         if self._attempts:

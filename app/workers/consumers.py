@@ -94,13 +94,13 @@ class ConsumerGroup:
     async def _watch(self) -> None:
         """aio-pika restores each channel's consumer after a reconnect; when that restore itself fails (seen when
         a cluster node went away while it ran) the consumer is gone for good and the worker goes on with fewer. So
-        a consumer found not consuming at two looks in a row, while the connection is up and it handles no
-        message, is replaced: its channel closed, a new one opened with a new consumer."""
+        a consumer found not consuming at two looks in a row, while the connection is up and restored and it
+        handles no message, is replaced: its channel closed, a new one opened with a new consumer."""
         suspects: set[str] = set()  # tags
         while True:
             await asyncio.sleep(WATCH_INTERVAL)
-            if not self.intake.is_up:
-                suspects.clear()  # between reconnects aio-pika is at work: give it its chance
+            if not self.intake.settled:
+                suspects.clear()  # reconnecting or restoring: aio-pika is at work, give it its chance
                 continue
             lost = {c.tag for c in self.consumers if c.handling == 0 and not await c.consuming()}
             for index, consumer in enumerate(list(self.consumers)):
