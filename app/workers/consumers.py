@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
+import aio_pika
 import aiormq
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 from loguru import logger
@@ -20,6 +21,8 @@ from app.workers.reports import WorkerReport
 
 REQUEUE_PAUSE = 1.0
 WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
+CANCEL_TIMEOUT = 5.0  # the longest a stop waits for one consumer's cancel
+REPLACE_TIMEOUT = 30.0  # the longest the watch waits for a new consumer before it tries again at the next look
 MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
 
@@ -105,14 +108,17 @@ class ConsumerGroup:
             lost = {c.tag for c in self.consumers if c.handling == 0 and not await c.consuming()}
             for index, consumer in enumerate(list(self.consumers)):
                 if consumer.tag in lost & suspects:
-                    self.consumers[index] = await self._replace(consumer)
+                    try:
+                        self.consumers[index] = await self._replace(consumer)
+                    except (aio_pika.exceptions.AMQPError, OSError, RuntimeError, TimeoutError) as exc:
+                        logger.warning("{}: could not start a new consumer ({}); trying again", self.name, exc)
             suspects = lost - suspects
 
     async def _replace(self, consumer: Consumer) -> Consumer:
         logger.warning("{}: a consumer of {} stopped consuming; starting a new one", self.name, consumer.queue_name)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(consumer.channel.close(), timeout=5)  # closed: aio-pika no longer restores it
-        return await self._consume(consumer.spec)
+        return await asyncio.wait_for(self._consume(consumer.spec), timeout=REPLACE_TIMEOUT)
 
     async def _on_message(self, consumer: Consumer, message: AbstractIncomingMessage) -> None:
         task = asyncio.current_task()
@@ -144,8 +150,8 @@ class ConsumerGroup:
             self._starter.cancel()
             await asyncio.gather(self._starter, return_exceptions=True)
         for consumer in self.consumers:
-            with contextlib.suppress(Exception):
-                await consumer.queue.cancel(consumer.tag)
+            with contextlib.suppress(Exception):  # bounded: a robust channel waits for a connection that is down
+                await asyncio.wait_for(consumer.queue.cancel(consumer.tag), timeout=CANCEL_TIMEOUT)
         if self.inflight:
             logger.info("{} waiting up to {}s for {} in-flight message(s)", self.name, grace, len(self.inflight))
             _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
