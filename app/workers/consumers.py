@@ -106,13 +106,16 @@ class ConsumerGroup:
                 suspects.clear()  # reconnecting or restoring: aio-pika is at work, give it its chance
                 continue
             lost = {c.tag for c in self.consumers if c.handling == 0 and not await c.consuming()}
+            replaced: set[str] = set()
             for index, consumer in enumerate(list(self.consumers)):
                 if consumer.tag in lost & suspects:
                     try:
                         self.consumers[index] = await self._replace(consumer)
                     except (aio_pika.exceptions.AMQPError, OSError, RuntimeError, TimeoutError) as exc:
                         logger.warning("{}: could not start a new consumer ({}); trying again", self.name, exc)
-            suspects = lost - suspects
+                    else:
+                        replaced.add(consumer.tag)
+            suspects = lost - replaced  # one whose replacement failed is tried again at the next look
 
     async def _replace(self, consumer: Consumer) -> Consumer:
         logger.warning("{}: a consumer of {} stopped consuming; starting a new one", self.name, consumer.queue_name)
