@@ -318,17 +318,7 @@ async def test_the_feed_binds_its_queue_only_while_streams_want_it(api: Api) -> 
         assert await feed.wanted(WITHIN)
         first = feed.queue_name
         assert first is not None and await broker.queue_depth(first) == 0
-        with feed.hub.subscribed(lambda e: e.job_id == "feed-job") as subscription:
-            body = {
-                "id": "evt_feed_1",
-                "type": "job.queued",
-                "seq": 1,
-                "data": {"job": {"id": "feed-job", "job_type": "echo", "client_id": "feed"}},
-            }
-            key = names.event_key("echo", "queued")
-            await broker.publish(Outgoing(names.events_exchange, key, dumps(body), mandatory=False))
-            arrived = await asyncio.wait_for(subscription.next(), WITHIN)
-            assert arrived is not None and arrived.id == "evt_feed_1"
+        await _arrives(feed, "feed-job", "evt_feed_1")
 
         async def gone() -> bool:
             return feed.queue_name is None and await broker.queue_depth(first) is None
@@ -339,3 +329,57 @@ async def test_the_feed_binds_its_queue_only_while_streams_want_it(api: Api) -> 
         assert feed.queue_name not in (None, first)
     finally:
         await feed.stop()
+
+
+async def test_a_feed_whose_consumer_is_gone_binds_a_new_queue_and_events_flow_again(api: Api) -> None:
+    """A consumer lost without aio-pika noticing (its restore failed after a reconnect, say): the next stream
+    binds a new queue instead of waiting on one that no longer delivers."""
+    resources = api.app.state.runtime.resources
+    broker, names = resources.broker, resources.names
+    feed = EventFeed(broker, names, Hub(size=16), linger=60)
+    await feed.start()
+    try:
+        assert await feed.wanted(WITHIN)
+        first, channel = feed.queue_name, feed._channel
+        assert first is not None and channel is not None
+        underlay = await channel.get_underlay_channel()
+        await underlay.basic_cancel(feed._tag)  # the broker stops delivering to it; aio-pika is not told
+        assert await feed.wanted(WITHIN)
+        assert feed.queue_name not in (None, first)
+        await _arrives(feed, "lost-feed-job", "evt_lost_feed_1")
+    finally:
+        await feed.stop()
+
+
+async def test_a_feed_whose_consumer_is_gone_ends_its_open_streams_so_their_clients_replay(api: Api) -> None:
+    resources = api.app.state.runtime.resources
+    feed = EventFeed(resources.broker, resources.names, Hub(size=16), linger=0.4)  # looks every 0.1 s
+    await feed.start()
+    try:
+        assert await feed.wanted(WITHIN)
+        channel = feed._channel
+        assert channel is not None
+        with feed.hub.subscribed(lambda e: True) as subscription:
+            underlay = await channel.get_underlay_channel()
+            await underlay.basic_cancel(feed._tag)
+            assert await asyncio.wait_for(subscription.next(), WITHIN) is None  # ended by the feed
+            assert subscription.closed and not subscription.overflowed
+            assert not feed.ready.is_set() and feed.queue_name is None
+    finally:
+        await feed.stop()
+
+
+async def _arrives(feed: EventFeed, job_id: str, event_id: str) -> None:
+    """A job event published to the events exchange reaches a stream through the feed."""
+    broker, names = feed._broker, feed._names
+    with feed.hub.subscribed(lambda e: e.job_id == job_id) as subscription:
+        body = {
+            "id": event_id,
+            "type": "job.queued",
+            "seq": 1,
+            "data": {"job": {"id": job_id, "job_type": "echo", "client_id": "feed"}},
+        }
+        key = names.event_key("echo", "queued")
+        await broker.publish(Outgoing(names.events_exchange, key, dumps(body), mandatory=False))
+        arrived = await asyncio.wait_for(subscription.next(), WITHIN)
+        assert arrived is not None and arrived.id == event_id

@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import aio_pika
 import aiormq
@@ -259,3 +259,15 @@ async def consume_when_up(broker: Broker, consume: Callable[[], Awaitable[None]]
             logger.warning("{} could not start ({}); retrying in {}s", what, exc, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5)
+
+
+async def consuming(channel: AbstractChannel, tag: str) -> bool:
+    """Whether `channel` is open and the broker delivers to consumer `tag` on it. A robust channel whose restore
+    failed after a reconnect is not, and aio-pika does not try again on its own."""
+    if channel.is_closed:
+        return False
+    try:
+        underlay = cast(aiormq.Channel, await asyncio.wait_for(channel.get_underlay_channel(), timeout=1))
+    except Exception:  # not open, or not reopened within the second
+        return False
+    return not underlay.is_closed and tag in underlay.consumers

@@ -14,7 +14,7 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
 
-from app.core.broker import Broker, consume_when_up
+from app.core.broker import Broker, consume_when_up, consuming
 from app.core.messages import events_of, loads
 from app.core.names import Names
 
@@ -135,6 +135,7 @@ class EventFeed:
         self._watch: asyncio.Task[None] | None = None
         self._hooked: Any = None  # the connection whose reconnects end the streams
         self._wanted_at = -math.inf
+        self._tag = ""  # the consumer's, while bound
         self.ready = asyncio.Event()  # the queue is bound and consumed
 
     async def start(self) -> None:
@@ -145,6 +146,7 @@ class EventFeed:
         """A stream opens: bind the queue if it is not, and wait up to `within` seconds for it. False when the
         broker is not reachable within that time (the stream then gets no live event until it is)."""
         self._wanted_at = time.monotonic()
+        await self._unbind_if_lost()
         if not self.ready.is_set() and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._consume_when_up(), name="live-event-feed")
         with suppress(TimeoutError):
@@ -160,7 +162,7 @@ class EventFeed:
         name = self._names.live_queue(uuid.uuid4().hex[:12])
         queue = await channel.declare_queue(name, exclusive=True, auto_delete=True)
         await queue.bind(self._names.events_exchange, self._names.all_events_key)
-        await queue.consume(self._on_message, no_ack=True)
+        self._tag = await queue.consume(self._on_message, no_ack=True)
         if self._hooked is not connection:
             connection.reconnect_callbacks.add(self._on_reconnect)
             self._hooked = connection
@@ -193,6 +195,22 @@ class EventFeed:
             if self.ready.is_set() and self.idle():
                 logger.debug("live event feed: no stream for {} s; unbinding its queue", self.linger)
                 await self._unbind()
+            elif await self._unbind_if_lost():
+                # The streams missed what came while it was gone: they end, and their clients come back with
+                # Last-Event-ID, get it from the audit trail, and bind a new queue.
+                self.hub.close_all()
+
+    async def _unbind_if_lost(self) -> bool:
+        """Unbind a queue whose consumer is gone (its channel's restore failed after a reconnect), so the next
+        stream binds a new one. Not while the connection is down or being restored: aio-pika is at work then."""
+        channel = self._channel
+        if not self.ready.is_set() or channel is None or not self._broker.settled:
+            return False
+        if await consuming(channel, self._tag):
+            return False
+        logger.warning("live event feed: its consumer is gone; binding a new queue for the next stream")
+        await self._unbind()
+        return True
 
     async def _unbind(self) -> None:
         self.ready.clear()

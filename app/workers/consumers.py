@@ -6,14 +6,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import aio_pika
-import aiormq
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 from loguru import logger
 
-from app.core.broker import Broker
+from app.core.broker import Broker, consuming
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
 from app.core.topology import QueueSpec
@@ -40,13 +39,7 @@ class Consumer:
 
     async def consuming(self) -> bool:
         """Its channel is open and the broker delivers to its tag on it."""
-        if self.channel.is_closed:
-            return False
-        try:
-            underlay = cast(aiormq.Channel, await asyncio.wait_for(self.channel.get_underlay_channel(), timeout=1))
-        except Exception:  # not open, or not reopened within the second
-            return False
-        return not underlay.is_closed and self.tag in underlay.consumers
+        return await consuming(self.channel, self.tag)
 
 
 @dataclass
