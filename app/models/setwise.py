@@ -22,6 +22,12 @@ def per_row(key: Column[Any], column: Column[Any], values: Mapping[Any, Any]) ->
     return case({k: literal(v, column.type) for k, v in values.items()}, value=key)
 
 
+def per_row_of(key: Column[Any], expressions: Mapping[Any, ColumnElement[Any]]) -> ColumnElement[Any]:
+    """A column's new value for each row, chosen by `key`, when each row's is an SQL expression of its own (a
+    CASE on the row's current values, say) rather than a plain value."""
+    return case(dict(expressions), value=key)
+
+
 def _same(values: Any) -> Any:
     first: Any = _UNSET
     for value in values:

@@ -13,7 +13,7 @@ from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import TrailEvent
 from app.models import pg_batch
-from app.models.setwise import per_row
+from app.models.setwise import per_row, per_row_of
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
@@ -306,20 +306,17 @@ def recorded_update(plans: dict[str, Recording], now: datetime) -> Update:
         planned = literal(value, column.type)
         return planned if r.plan is None else case((kept(r), planned), else_=column)
 
-    def each(values: dict[str, ColumnElement[Any]]) -> ColumnElement[Any]:
-        return case(values, value=key)
-
     return (
         update(DELIVERIES)
         .where(*_fenced([r.delivery for r in plans.values()]))
         .values(
-            status=each({i: unless_reset(r, _status(r.plan), columns.status) for i, r in plans.items()}),
+            status=per_row_of(key, {i: unless_reset(r, _status(r.plan), columns.status) for i, r in plans.items()}),
             attempt_count=columns.attempt_count + 1,
-            budget_used=each(
-                {i: case((kept(r), columns.budget_used + 1), else_=columns.budget_used) for i, r in plans.items()}
+            budget_used=per_row_of(
+                key, {i: case((kept(r), columns.budget_used + 1), else_=columns.budget_used) for i, r in plans.items()}
             ),
-            next_attempt_at=each(
-                {i: unless_reset(r, _next_at(r.plan), columns.next_attempt_at) for i, r in plans.items()}
+            next_attempt_at=per_row_of(
+                key, {i: unless_reset(r, _next_at(r.plan), columns.next_attempt_at) for i, r in plans.items()}
             ),
             lease_until=None,
             updated_at=now,
