@@ -20,7 +20,7 @@ from app.workers.reports import WorkerReport
 
 REQUEUE_PAUSE = 1.0
 WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
-CANCEL_TIMEOUT = 5.0  # the longest a stop waits for one consumer's cancel
+CHANNEL_TIMEOUT = 5.0  # the longest a stop waits for a consumer's cancel, or the watch for its channel's close
 REPLACE_TIMEOUT = 30.0  # the longest the watch waits for a new consumer before it tries again at the next look
 MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
 
@@ -36,10 +36,6 @@ class Consumer:
     @property
     def queue_name(self) -> str:
         return self.spec.name
-
-    async def consuming(self) -> bool:
-        """Its channel is open and the broker delivers to its tag on it."""
-        return await consuming(self.channel, self.tag)
 
 
 @dataclass
@@ -98,7 +94,7 @@ class ConsumerGroup:
             if not self.intake.settled:
                 suspects.clear()  # reconnecting or restoring: aio-pika is at work, give it its chance
                 continue
-            lost = {c.tag for c in self.consumers if c.handling == 0 and not await c.consuming()}
+            lost = {c.tag for c in self.consumers if c.handling == 0 and not await consuming(c.channel, c.tag)}
             replaced: set[str] = set()
             for index, consumer in enumerate(list(self.consumers)):
                 if consumer.tag in lost & suspects:
@@ -112,8 +108,8 @@ class ConsumerGroup:
 
     async def _replace(self, consumer: Consumer) -> Consumer:
         logger.warning("{}: a consumer of {} stopped consuming; starting a new one", self.name, consumer.queue_name)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(consumer.channel.close(), timeout=5)  # closed: aio-pika no longer restores it
+        with contextlib.suppress(Exception):  # closed: aio-pika no longer restores it
+            await asyncio.wait_for(consumer.channel.close(), timeout=CHANNEL_TIMEOUT)
         return await asyncio.wait_for(self._consume(consumer.spec), timeout=REPLACE_TIMEOUT)
 
     async def _on_message(self, consumer: Consumer, message: AbstractIncomingMessage) -> None:
@@ -147,7 +143,7 @@ class ConsumerGroup:
             await asyncio.gather(self._starter, return_exceptions=True)
         for consumer in self.consumers:
             with contextlib.suppress(Exception):  # bounded: a robust channel waits for a connection that is down
-                await asyncio.wait_for(consumer.queue.cancel(consumer.tag), timeout=CANCEL_TIMEOUT)
+                await asyncio.wait_for(consumer.queue.cancel(consumer.tag), timeout=CHANNEL_TIMEOUT)
         if self.inflight:
             logger.info("{} waiting up to {}s for {} in-flight message(s)", self.name, grace, len(self.inflight))
             _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
