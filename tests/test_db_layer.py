@@ -243,13 +243,58 @@ async def test_the_relay_publishes_a_staged_message_and_forgets_it(engine: Async
         assert relayed == 1
         async with engine.connect() as conn:
             assert (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one() == 0
-        arrived: list[str | None] = []
-
-        async def delivered() -> bool:
-            arrived.extend(m.message_id for m in await broker.take_all(names.webhook_events_queue))
-            return message_id in arrived
-
-        await wait_for(delivered, within=10)
-        assert arrived == [message_id]
+        assert await _arrivals(broker, names.webhook_events_queue, message_id) == [message_id]
     finally:
         await publisher.close()
+
+
+async def test_rows_a_relay_took_and_could_not_publish_go_to_another_relay_once_its_hold_runs_out(
+    engine: AsyncEngine, broker: BrokerProbe
+) -> None:
+    """A relay pass holds the rows it took; one that failed (or died) mid-pass leaves them to the next relay only
+    after its hold, which follows PUBLISH_TIMEOUT_SECONDS (15 s by default) rather than a fixed minute."""
+    names = broker.topology.names
+    topology = build_topology(make_settings())
+    down = Broker(RABBITMQ_URL, topology, 2, name="test-db-relay-down")  # never started: every publish fails
+    publisher = Broker(RABBITMQ_URL, topology, 2, name="test-db-relay-up")
+    await publisher.start(wait=10)
+    try:
+        await broker.purge(names.webhook_events_queue)
+        message_id = "evt_held_" + uuid.uuid4().hex
+        async with engine.begin() as conn:
+            await conn.execute(delete(OUTBOX))
+            await outbox.add(
+                conn, Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
+            )
+
+        assert await Outbox(engine, down, relay_after=0, batch_size=10, hold_seconds=3).relay_once() == 0
+        other = Outbox(engine, publisher, relay_after=0, batch_size=10, hold_seconds=3)
+        assert await other.relay_once() == 0  # still held by the relay that failed
+        async with engine.connect() as conn:
+            held = (await conn.execute(select(OUTBOX.c.locked_until))).scalar_one()
+        assert held is not None
+
+        relayed: list[int] = []
+
+        async def taken_over() -> bool:
+            relayed.append(await other.relay_once())
+            return relayed[-1] == 1
+
+        await wait_for(taken_over, within=15)
+        assert await _arrivals(broker, names.webhook_events_queue, message_id) == [message_id]
+        async with engine.connect() as conn:
+            assert (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one() == 0
+    finally:
+        await publisher.close()
+
+
+async def _arrivals(broker: BrokerProbe, queue: str, message_id: str) -> list[str | None]:
+    """The ids of the messages taken from `queue` until `message_id` came (waiting up to 10 s for it)."""
+    arrived: list[str | None] = []
+
+    async def delivered() -> bool:
+        arrived.extend(m.message_id for m in await broker.take_all(queue))
+        return message_id in arrived
+
+    await wait_for(delivered, within=10)
+    return arrived

@@ -87,7 +87,8 @@ class Settings(BaseSettings):
     """Default time limit of one attempt, in seconds; a job may ask for up to 1500 (RabbitMQ's consumer timeout
     is 30 min)."""
     publish_timeout_seconds: float = Field(default=5, gt=0)
-    """How long a publish waits for the broker's confirm before it counts as failed, in seconds."""
+    """How long a publish waits for the broker's confirm before it counts as failed, in seconds. A relay pass holds
+    the outbox rows it took for three times this."""
     retry_base_delay: float = Field(default=2, gt=0)
     """Retry k waits about min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2^(k-1)) seconds, plus up to 20 % jitter."""
     retry_max_delay: float = Field(default=600, gt=0)

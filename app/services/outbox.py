@@ -19,7 +19,6 @@ from app.models import pg_batch
 from app.models.tables import OUTBOX
 from app.models.types import utcnow
 
-RELAY_LOCK_SECONDS = 60
 ROWS_PER_STATEMENT = 500  # keeps every IN list within MSSQL's 2,100 parameters
 INSERT_ROW = insert(OUTBOX)
 INSERT_MANY = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
@@ -114,13 +113,17 @@ class Outbox:
         relay_after: float,
         batch_size: int,
         pubsub: frozenset[str] = frozenset(),
+        hold_seconds: float = 15.0,
     ) -> None:
-        """`pubsub` names the exchanges whose messages go without `mandatory` (events, rule 1)."""
+        """`pubsub` names the exchanges whose messages go without `mandatory` (events, rule 1). A relay pass
+        holds the rows it took for `hold_seconds`: another relay leaves them alone that long, and takes them
+        after it, so rows held by a relay that died mid-pass wait no longer than that."""
         self._engine = engine
         self._pubsub = pubsub
         self._broker = broker
         self._relay_after = relay_after
         self._batch_size = batch_size
+        self._hold_seconds = hold_seconds
         self._sent: list[Pending] = []  # confirmed event rows, forgotten in bulk by the relay loop
         self._tasks: set[asyncio.Task[Any]] = set()
         self._forgetting = GroupCommit("outbox-sent", self._forget_batches, systemic=is_unreachable)
@@ -232,7 +235,7 @@ class Outbox:
             ids = list((await conn.execute(candidates)).scalars())
             if not ids:
                 return []
-            lock_until = now + timedelta(seconds=RELAY_LOCK_SECONDS)
+            lock_until = now + timedelta(seconds=self._hold_seconds)
             await conn.execute(
                 update(OUTBOX)
                 .where(OUTBOX.c.id.in_(ids))

@@ -8,13 +8,19 @@ from app.core.resources import Resources
 from app.services.outbox import Outbox, Pending
 from app.services.transitions import queue_confirmed
 
+# A relay pass holds its rows for this many publish timeouts: its publish is bounded by one, and what is left
+# (the rows read and, once confirmed, deleted) takes a fraction of another.
+HOLD_PUBLISH_TIMEOUTS = 3
+
 
 def make_outbox(resources: Resources) -> Outbox:
-    """The outbox with its relay settings; a publish must time out before the relay may take its row."""
+    """The outbox with its relay settings; a publish must time out before the relay may take its row, and a
+    relay's hold on its rows outlasts its own publish."""
     settings = resources.settings
     relay_after = max(settings.outbox_relay_after, settings.publish_timeout_seconds + 1)
     pubsub = frozenset({resources.names.events_exchange})
-    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size, pubsub)
+    hold = HOLD_PUBLISH_TIMEOUTS * settings.publish_timeout_seconds
+    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size, pubsub, hold)
     outbox.after_job_publish = partial(_mark_queued, resources)
     return outbox
 
