@@ -485,6 +485,14 @@ async def record_deliveries_logged(
     return {row["id"] for row in await _rows(conn, RECORD_DELIVERIES_LOGGED, columns)}
 
 
+DROP_OUTBOX = "DELETE FROM outbox WHERE id = ANY($1::bigint[])"
+
+
+async def drop_outbox(conn: AsyncConnection, ids: list[int]) -> None:
+    """Delete outbox rows by id: one array parameter, where an IN list is compiled anew for each length."""
+    await _rows(conn, DROP_OUTBOX, (ids,))
+
+
 async def insert_attempts(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Attempt log rows, one statement."""
     names = ("delivery_id", "attempt", "status_code", "duration_ms", "error", "response_body", "created_at")

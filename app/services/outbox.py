@@ -79,7 +79,10 @@ def rows_of(messages: list[Outgoing], now: datetime, job_ids: list[str | None] |
 
 async def drop(conn: AsyncConnection, ids: list[int]) -> None:
     """Delete published rows, in the caller's transaction."""
-    await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
+    if pg_batch.applies(conn):
+        await pg_batch.drop_outbox(conn, ids)
+    else:
+        await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
 
 
 def staged_event(exchange: str, event: tuple[int, str, bytes, dict[str, Any], str]) -> Pending:
