@@ -11,9 +11,11 @@ class Sizes:
     batch_jobs: int  # jobs submitted through POST /api/v1/jobs/batch, after one warm-up round
     drain_jobs: int  # also the peers' (Celery, Dramatiq) no-op tasks
     peers: bool  # whether the end-to-end scenario drains the same N with Celery and Dramatiq
+    drain_rounds: int  # rounds at C = 32, each ours, (a), (b) and the peers in turn; the rows show medians
     latency_rate: float  # jobs/s for end-to-end latency
     latency_jobs: int
     hook_jobs: int  # deliveries drained for deliveries/s
+    hook_rounds: int  # delivery drains, each beside its raw baseline; the rows show medians
     hook_rate: float  # jobs/s for submit -> callback latency
     hook_latency_jobs: int
     slow_rate: float  # jobs/s in each phase of the slow-endpoint scenario
@@ -36,9 +38,11 @@ FULL = Sizes(
     batch_jobs=20_000,
     drain_jobs=3000,
     peers=True,
+    drain_rounds=3,
     latency_rate=20,
     latency_jobs=600,
     hook_jobs=1000,
+    hook_rounds=3,
     hook_rate=100,
     hook_latency_jobs=2000,
     slow_rate=50,
@@ -57,9 +61,11 @@ QUICK = Sizes(
     batch_jobs=2000,
     drain_jobs=300,
     peers=False,
+    drain_rounds=1,
     latency_rate=20,
     latency_jobs=40,
     hook_jobs=100,
+    hook_rounds=1,
     hook_rate=100,
     hook_latency_jobs=100,
     slow_rate=50,

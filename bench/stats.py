@@ -16,6 +16,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def median(values: list[float | None]) -> float | None:
+    """The median of the figures that were measured; None when none was."""
+    known = [v for v in values if v is not None]
+    return percentile(known, 50) if known else None
+
+
 def summary(values: list[float]) -> dict[str, float]:
     """count, mean, p50, p95, p99 and max, rounded for the table."""
     if not values:
