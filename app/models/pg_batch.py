@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.database import UNREACHABLE_STATES
 from app.core.messages import PUBLIC_FIELDS, dumps, loads
+from app.models.rows import DeliveryRow, delivery_row
 
 INSERT_EVENTS = (
     "INSERT INTO job_events (job_id, event, detail, created_at) "
@@ -425,17 +426,17 @@ CLAIM_DELIVERIES_WITH_ENDPOINTS = (
 
 async def claim_deliveries(
     conn: AsyncConnection, ids: list[str], now: datetime, lease: datetime
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+) -> tuple[list[DeliveryRow], dict[str, dict[str, Any]]]:
     """The deliveries among `ids` that are pending, due and not leased, now leased: their rows after it, and
     their endpoints' rows by id."""
-    taken: list[dict[str, Any]] = []
+    taken: list[DeliveryRow] = []
     endpoints: dict[str, dict[str, Any]] = {}
     for record in await _rows(conn, CLAIM_DELIVERIES_WITH_ENDPOINTS, (ids, lease, now)):
         row = dict(record)
         endpoint = {name: row.pop(f"ep_{name}") for name in ENDPOINT_COLUMNS}
         if endpoint["id"] is not None:
             endpoints[endpoint["id"]] = endpoint
-        taken.append(row)
+        taken.append(delivery_row(row))
     return taken, endpoints
 
 
@@ -520,7 +521,7 @@ STAGE_DELIVERIES = (
 
 
 async def stage_deliveries(
-    conn: AsyncConnection, rows: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]]
+    conn: AsyncConnection, rows: Sequence[Mapping[str, Any]], messages: Sequence[dict[str, Any]]
 ) -> dict[str, int]:
     """Insert the deliveries that are not there yet, each with its message (`messages[i]` the outbox row of
     `rows[i]`): the outbox id of each message staged, by message id."""

@@ -34,6 +34,28 @@ class JobRow(TypedDict):
     run_at: datetime | None
 
 
+class DeliveryRow(TypedDict):
+    """A `deliveries` row: one event for one endpoint (or the job's callback URL), every column."""
+
+    id: str  # the webhook-id every attempt carries
+    event_id: str
+    target: str  # the endpoint's id, or "callback"
+    endpoint_id: str | None  # None for the job's own callback_url
+    client_id: str
+    job_id: str | None
+    event_type: str
+    url: str
+    body: bytes
+    request_id: str | None
+    status: str
+    attempt_count: int  # every attempt ever: the fencing token
+    budget_used: int  # attempts in the current retry budget
+    next_attempt_at: datetime | None
+    lease_until: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
 def job_row(mapping: Any) -> JobRow:
     """A row read from `jobs` (a SQLAlchemy row mapping or a dict holding every column) as a JobRow."""
     return cast(JobRow, dict(mapping))
@@ -42,3 +64,8 @@ def job_row(mapping: Any) -> JobRow:
 def job_with(job: JobRow, **changes: Any) -> JobRow:
     """A copy of `job` with some columns changed."""
     return cast(JobRow, {**job, **changes})
+
+
+def delivery_row(mapping: Any) -> DeliveryRow:
+    """A row read from `deliveries` (a SQLAlchemy row mapping or a dict holding every column) as a DeliveryRow."""
+    return cast(DeliveryRow, dict(mapping))

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
 from app.models import pg_batch
+from app.models.rows import DeliveryRow
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
 from app.models.types import utcnow
 from app.services import outbox
@@ -85,9 +86,9 @@ async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> li
 
 def _new_rows(
     fanned: list[Fanned], wanted: list[list[str]], existing: set[str], now: datetime
-) -> tuple[list[Row], list[int]]:
+) -> tuple[list[DeliveryRow], list[int]]:
     """The delivery rows to insert, and the index of the event each is for."""
-    rows: list[Row] = []
+    rows: list[DeliveryRow] = []
     owners: list[int] = []
     for index, (item, ids) in enumerate(zip(fanned, wanted, strict=True)):
         job = item.event.get("data", {}).get("job") or {}
@@ -100,7 +101,7 @@ def _new_rows(
     return rows, owners
 
 
-def _delivery_row(row_id: str, item: Fanned, target: Target, job: Row, now: datetime) -> Row:
+def _delivery_row(row_id: str, item: Fanned, target: Target, job: Row, now: datetime) -> DeliveryRow:
     return {
         "id": row_id,
         "event_id": item.event["id"],

@@ -10,17 +10,17 @@ from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.messages import endpoint_key
+from app.models.rows import DeliveryRow
 from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
-from app.services.transitions import Row
 from app.workers.job_store import Drop
 from app.workers.webhook_store import Claim, Event, Recording, Send, WebhookStore
 
 # An admission asked (the delivery, whether an operator sent it), an outcome, or a slot given back unused.
-Gating = tuple[Row, bool] | Result | Ask
+Gating = tuple[DeliveryRow, bool] | Result | Ask
 
 
-def breaker_key(delivery: Row) -> str:
+def breaker_key(delivery: DeliveryRow) -> str:
     return endpoint_key(delivery["endpoint_id"], delivery["url"])
 
 
@@ -50,21 +50,21 @@ class DeliveryBatches:
         """Lease one delivery, batched; a delivery whose endpoint is gone or disabled is failed here (Drop)."""
         return await self.claims.run(delivery_id)
 
-    async def admit(self, delivery: Row, operator: bool) -> Admission:
+    async def admit(self, delivery: DeliveryRow, operator: bool) -> Admission:
         """Ask the endpoint's breaker and shared cap, batched; a delivery told to wait has its lease back."""
         admission = await self.gates.run((delivery, operator))
         assert admission is not None
         return admission
 
-    async def give_back(self, delivery: Row) -> None:
+    async def give_back(self, delivery: DeliveryRow) -> None:
         """Return a claimed delivery's lease unattempted (it waits in a delay tier), batched."""
         await self.returns.run(delivery)
 
-    async def release(self, delivery: Row) -> None:
+    async def release(self, delivery: DeliveryRow) -> None:
         """Free the delivery's shared endpoint slot (and probe) when nothing was sent after all, batched."""
         await self.gates.run(Ask(breaker_key(delivery), delivery["id"], False))
 
-    def done(self, delivery: Row, ok: bool, heir: str | None = None) -> "asyncio.Future[Admission | None]":
+    def done(self, delivery: DeliveryRow, ok: bool, heir: str | None = None) -> "asyncio.Future[Admission | None]":
         """Free the delivery's shared endpoint slot (or, after a success, hand it to `heir`, already sending) and
         feed the endpoint's breaker with its answer, batched: in line now, before any admission asked after this
         call (so its slot may be given here at once); await the future for it to be done."""
@@ -95,7 +95,7 @@ class DeliveryBatches:
         admitted = iter(said)
         return [next(admitted) if isinstance(item, tuple) else None for item in items]
 
-    async def _give_back(self, claimed: list[Row]) -> list[None]:
+    async def _give_back(self, claimed: list[DeliveryRow]) -> list[None]:
         await self.store.release(claimed)
         return [None] * len(claimed)
 

@@ -13,6 +13,7 @@ from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import TrailEvent
 from app.models import pg_batch
+from app.models.rows import DeliveryRow, delivery_row
 from app.models.setwise import per_row, per_row_of
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
@@ -35,7 +36,7 @@ class Send:
     """Ours to attempt: the delivery as claimed, the secrets to sign with (newest first), and whether its
     endpoint was failing when claimed (if not, a success leaves the endpoint's row alone)."""
 
-    delivery: Row
+    delivery: DeliveryRow
     secrets: list[str]
     failing: bool = False
 
@@ -75,7 +76,7 @@ class Recording:
     plan: Retry | DeadLetter | None
 
     @property
-    def delivery(self) -> Row:
+    def delivery(self) -> DeliveryRow:
         return self.send.delivery
 
 
@@ -123,7 +124,7 @@ class WebhookStore:
         else:
             async with self.engine.begin() as conn:
                 result = await conn.execute(CLAIM, {"ids": ids, "now": now, "lease": lease})
-                taken = [dict(row._mapping) for row in result]
+                taken = [delivery_row(row._mapping) for row in result]
                 seen = await _read(conn, set(delivery_ids) - {row["id"] for row in taken})
                 endpoints = await _endpoints(conn, taken)
                 callers = await self._callers(conn, taken)
@@ -142,7 +143,9 @@ class WebhookStore:
                 verdicts.append(Drop("no such delivery"))
         return verdicts
 
-    async def _read_rest(self, delivery_ids: list[str], taken: list[Row]) -> tuple[dict[str, Row], dict[str, str]]:
+    async def _read_rest(
+        self, delivery_ids: list[str], taken: list[DeliveryRow]
+    ) -> tuple[dict[str, DeliveryRow], dict[str, str]]:
         """What the one-statement claim leaves to read: the deliveries it did not take, and the secrets of the
         clients whose callback deliveries it took (in a transaction: a missing secret is created)."""
         others = set(delivery_ids) - {row["id"] for row in taken}
@@ -151,7 +154,7 @@ class WebhookStore:
         async with self.engine.begin() as conn:
             return await _read(conn, others), await self._callers(conn, taken)
 
-    async def _callers(self, conn: AsyncConnection, claimed: list[Row]) -> dict[str, str]:
+    async def _callers(self, conn: AsyncConnection, claimed: list[DeliveryRow]) -> dict[str, str]:
         """The default secret of each client whose callback delivery was claimed."""
         callers = {d["client_id"]: "" for d in claimed if d["endpoint_id"] is None}
         for client_id in callers:
@@ -159,7 +162,7 @@ class WebhookStore:
         return callers
 
     def _secrets(
-        self, claimed: list[Row], endpoints: dict[str, Row], callers: dict[str, str], now: datetime
+        self, claimed: list[DeliveryRow], endpoints: dict[str, Row], callers: dict[str, str], now: datetime
     ) -> tuple[dict[str, list[str]], set[str]]:
         """Each claimed delivery's signing secrets, newest first (none when its endpoint is gone or disabled),
         and the endpoints that are failing."""
@@ -179,14 +182,14 @@ class WebhookStore:
             found[delivery["id"]] = secrets
         return found, {i for i, row in endpoints.items() if row["failing_since"] is not None}
 
-    async def release(self, claimed: list[Row]) -> None:
+    async def release(self, claimed: list[DeliveryRow]) -> None:
         """Give leases back without an attempt (the endpoint's breaker or cap said wait)."""
         if not claimed:
             return
         async with self.engine.begin() as conn:
             await conn.execute(released(claimed))
 
-    async def abandon(self, claimed: list[Row], why: str) -> None:
+    async def abandon(self, claimed: list[DeliveryRow], why: str) -> None:
         """The endpoints are gone or disabled: fail the deliveries without sending."""
         if not claimed:
             return
@@ -234,9 +237,9 @@ class WebhookStore:
                 if trail:
                     await audit_many(conn, trail)
                 judged = [
-                    EndpointResult(r.delivery["endpoint_id"], r.attempt.ok, r.attempt.status_code == GONE)
+                    EndpointResult(endpoint_id, r.attempt.ok, r.attempt.status_code == GONE)
                     for r in mine
-                    if _judged(r)
+                    if (endpoint_id := r.delivery["endpoint_id"]) and _judged(r)
                 ]
                 if judged:  # a success at an endpoint that was not failing changes nothing
                     for endpoint_id, reason in await judge_endpoints(conn, judged, now, self.disable_after_seconds):
@@ -277,14 +280,14 @@ def _judged(recording: Recording) -> bool:
     return bool(recording.delivery["endpoint_id"]) and (recording.send.failing or not recording.attempt.ok)
 
 
-async def _read(conn: AsyncConnection, delivery_ids: set[str]) -> dict[str, Row]:
+async def _read(conn: AsyncConnection, delivery_ids: set[str]) -> dict[str, DeliveryRow]:
     if not delivery_ids:
         return {}
     rows = await conn.execute(select(DELIVERIES).where(DELIVERIES.c.id.in_(delivery_ids)))
-    return {row.id: dict(row._mapping) for row in rows}
+    return {row.id: delivery_row(row._mapping) for row in rows}
 
 
-async def _endpoints(conn: AsyncConnection, claimed: list[Row]) -> dict[str, Row]:
+async def _endpoints(conn: AsyncConnection, claimed: list[DeliveryRow]) -> dict[str, Row]:
     endpoint_ids = {d["endpoint_id"] for d in claimed if d["endpoint_id"] is not None}
     if not endpoint_ids:
         return {}
@@ -325,12 +328,12 @@ def recorded_update(plans: dict[str, Recording], now: datetime) -> Update:
     )
 
 
-def released(claimed: list[Row]) -> Update:
+def released(claimed: list[DeliveryRow]) -> Update:
     """The leases of these deliveries given back, where each is still as it was claimed."""
     return update(DELIVERIES).where(*_fenced(claimed)).values(lease_until=None)
 
 
-def _fenced(claimed: list[Row]) -> list[ColumnElement[bool]]:
+def _fenced(claimed: list[DeliveryRow]) -> list[ColumnElement[bool]]:
     """Each row as it was claimed: a newer claim (a higher attempt count) owns it instead."""
     counts = {d["id"]: d["attempt_count"] for d in claimed}
     key = DELIVERIES.c.id
@@ -371,7 +374,7 @@ def _trail(job_id: str, detail: Row, now: datetime) -> Row:
     return {"job_id": job_id, "event": TrailEvent.DELIVERY, "detail": detail, "created_at": now}
 
 
-def _not_ours(delivery: Row, now: datetime) -> Drop | ToDeadLetters | Defer:
+def _not_ours(delivery: DeliveryRow, now: datetime) -> Drop | ToDeadLetters | Defer:
     if delivery["status"] == DeliveryStatus.SUCCEEDED:
         return Drop("delivery already succeeded")
     if delivery["status"] == DeliveryStatus.FAILED:

@@ -23,6 +23,7 @@ from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
 from app.core.statuses import WorkerKind, WorkerState
+from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.services.deliveries import parse_event
@@ -199,7 +200,7 @@ class WebhookWorker:
         await self._to_tier(message, tier_at_most(self.resources.topology.webhook_tiers, seconds), None)
         await message.ack()
 
-    def _plan(self, delivery: dict[str, Any], attempt: Attempt) -> Retry | DeadLetter:
+    def _plan(self, delivery: DeliveryRow, attempt: Attempt) -> Retry | DeadLetter:
         if attempt.status_code == GONE:
             return DeadLetter(DeadReason.GONE)
         now = utcnow()
@@ -207,7 +208,7 @@ class WebhookWorker:
         delays, tiers = self.resources.settings.webhook_retry_delays, self.resources.topology.webhook_tiers
         return delivery_plan(delivery["budget_used"] + 1, delays, tiers, now, retry_after)
 
-    async def _attempt(self, delivery: dict[str, Any], secrets: list[str]) -> Attempt:
+    async def _attempt(self, delivery: DeliveryRow, secrets: list[str]) -> Attempt:
         settings = self.resources.settings
         started = time.perf_counter()
         try:
