@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.database import UNREACHABLE_STATES
 from app.core.messages import PUBLIC_FIELDS, dumps, loads
-from app.models.rows import DeliveryRow, delivery_row
+from app.models.rows import DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
 
 INSERT_EVENTS = (
     "INSERT INTO job_events (job_id, event, detail, created_at) "
@@ -426,16 +426,16 @@ CLAIM_DELIVERIES_WITH_ENDPOINTS = (
 
 async def claim_deliveries(
     conn: AsyncConnection, ids: list[str], now: datetime, lease: datetime
-) -> tuple[list[DeliveryRow], dict[str, dict[str, Any]]]:
+) -> tuple[list[DeliveryRow], dict[str, EndpointKeys]]:
     """The deliveries among `ids` that are pending, due and not leased, now leased: their rows after it, and
     their endpoints' rows by id."""
     taken: list[DeliveryRow] = []
-    endpoints: dict[str, dict[str, Any]] = {}
+    endpoints: dict[str, EndpointKeys] = {}
     for record in await _rows(conn, CLAIM_DELIVERIES_WITH_ENDPOINTS, (ids, lease, now)):
         row = dict(record)
         endpoint = {name: row.pop(f"ep_{name}") for name in ENDPOINT_COLUMNS}
         if endpoint["id"] is not None:
-            endpoints[endpoint["id"]] = endpoint
+            endpoints[endpoint["id"]] = endpoint_keys(endpoint)
         taken.append(delivery_row(row))
     return taken, endpoints
 

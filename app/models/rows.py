@@ -56,6 +56,18 @@ class DeliveryRow(TypedDict):
     updated_at: datetime
 
 
+class EndpointKeys(TypedDict):
+    """What a delivery's claim reads of its endpoint: whether it may still send, its secrets, its health."""
+
+    id: str
+    secret: str  # encrypted at rest
+    previous_secret: str | None
+    previous_expires_at: datetime | None
+    active: bool
+    deleted_at: datetime | None
+    failing_since: datetime | None
+
+
 def job_row(mapping: Any) -> JobRow:
     """A row read from `jobs` (a SQLAlchemy row mapping or a dict holding every column) as a JobRow."""
     return cast(JobRow, dict(mapping))
@@ -69,3 +81,8 @@ def job_with(job: JobRow, **changes: Any) -> JobRow:
 def delivery_row(mapping: Any) -> DeliveryRow:
     """A row read from `deliveries` (a SQLAlchemy row mapping or a dict holding every column) as a DeliveryRow."""
     return cast(DeliveryRow, dict(mapping))
+
+
+def endpoint_keys(mapping: Any) -> EndpointKeys:
+    """An endpoint's row, or the part of it EndpointKeys names, as EndpointKeys (more columns may ride along)."""
+    return cast(EndpointKeys, dict(mapping))

@@ -13,7 +13,7 @@ from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import TrailEvent
 from app.models import pg_batch
-from app.models.rows import DeliveryRow, delivery_row
+from app.models.rows import DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
 from app.models.setwise import per_row, per_row_of
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
@@ -162,7 +162,7 @@ class WebhookStore:
         return callers
 
     def _secrets(
-        self, claimed: list[DeliveryRow], endpoints: dict[str, Row], callers: dict[str, str], now: datetime
+        self, claimed: list[DeliveryRow], endpoints: dict[str, EndpointKeys], callers: dict[str, str], now: datetime
     ) -> tuple[dict[str, list[str]], set[str]]:
         """Each claimed delivery's signing secrets, newest first (none when its endpoint is gone or disabled),
         and the endpoints that are failing."""
@@ -287,12 +287,12 @@ async def _read(conn: AsyncConnection, delivery_ids: set[str]) -> dict[str, Deli
     return {row.id: delivery_row(row._mapping) for row in rows}
 
 
-async def _endpoints(conn: AsyncConnection, claimed: list[DeliveryRow]) -> dict[str, Row]:
+async def _endpoints(conn: AsyncConnection, claimed: list[DeliveryRow]) -> dict[str, EndpointKeys]:
     endpoint_ids = {d["endpoint_id"] for d in claimed if d["endpoint_id"] is not None}
     if not endpoint_ids:
         return {}
     rows = await conn.execute(select(ENDPOINTS).where(ENDPOINTS.c.id.in_(endpoint_ids)))
-    return {row.id: dict(row._mapping) for row in rows}
+    return {row.id: endpoint_keys(row._mapping) for row in rows}
 
 
 def recorded_update(plans: dict[str, Recording], now: datetime) -> Update:
