@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 class Sizes:
     ingest_requests: int  # per concurrency level, after the warm-up
     ingest_warmup: int
+    ingest_rounds: int  # at 32 clients: the service, then baseline (a), this many times; the rows show medians
     publish_messages: int  # raw confirmed publishes, the broker's floor for one message per job
     batch_jobs: int  # jobs submitted through POST /api/v1/jobs/batch, after one warm-up round
     drain_jobs: int  # also the peers' (Celery, Dramatiq) no-op tasks
@@ -34,6 +35,7 @@ class Sizes:
 FULL = Sizes(
     ingest_requests=2000,
     ingest_warmup=100,
+    ingest_rounds=3,
     publish_messages=20_000,
     batch_jobs=20_000,
     drain_jobs=3000,
@@ -57,6 +59,7 @@ FULL = Sizes(
 QUICK = Sizes(
     ingest_requests=100,
     ingest_warmup=10,
+    ingest_rounds=1,
     publish_messages=1000,
     batch_jobs=2000,
     drain_jobs=300,
