@@ -238,7 +238,7 @@ async def test_the_relay_publishes_a_staged_message_and_forgets_it(engine: Async
             event = Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
             await outbox.add(conn, event)
 
-        relayed = await Outbox(engine, publisher, relay_after=0, batch_size=10).relay_once()
+        relayed = await Outbox(engine, publisher, relay_after=0, batch_size=10, hold_seconds=15).relay_once()
 
         assert relayed == 1
         async with engine.connect() as conn:
@@ -252,7 +252,7 @@ async def test_rows_a_relay_took_and_could_not_publish_go_to_another_relay_once_
     engine: AsyncEngine, broker: BrokerProbe
 ) -> None:
     """A relay pass holds the rows it took; one that failed (or died) mid-pass leaves them to the next relay only
-    after its hold, which follows PUBLISH_TIMEOUT_SECONDS (15 s by default) rather than a fixed minute."""
+    after its hold (three PUBLISH_TIMEOUT_SECONDS, 15 s by default) rather than a fixed minute."""
     names = broker.topology.names
     topology = build_topology(make_settings())
     down = Broker(RABBITMQ_URL, topology, 2, name="test-db-relay-down")  # never started: every publish fails

@@ -54,7 +54,9 @@ async def test_the_outbox_publishes_events_of_one_key_as_bundles(db: AsyncEngine
     await publisher.start(wait=10)  # declares the topology
     listener = await broker.channel.declare_queue(exclusive=True)
     await listener.bind(names.events_exchange, routing_key="job.bundles.*")
-    box = Outbox(db, publisher, relay_after=60, batch_size=500, pubsub=frozenset({names.events_exchange}))
+    box = Outbox(
+        db, publisher, relay_after=60, batch_size=500, hold_seconds=15, pubsub=frozenset({names.events_exchange})
+    )
     try:
         running = [
             replace(event(n), exchange=names.events_exchange, routing_key="job.bundles.running")

@@ -129,7 +129,7 @@ async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(en
 async def test_a_batch_with_one_unstorable_result_fails_only_that_job(engine: AsyncEngine) -> None:
     redis = Redis.from_url(REDIS_URL)
     names = Names(NS)
-    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10)  # type: ignore[arg-type]
+    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10, hold_seconds=15)  # type: ignore[arg-type]
     batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
     try:
         ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(4)))
@@ -163,7 +163,7 @@ async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_q
     truth, rule 3); a job whose lease ran out is taken over only when no live worker holds its lock."""
     redis = Redis.from_url(REDIS_URL)
     names = Names(NS)
-    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10)  # type: ignore[arg-type]
+    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10, hold_seconds=15)  # type: ignore[arg-type]
     batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
     expired = NOW - timedelta(seconds=5)
     ids = await add(

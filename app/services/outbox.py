@@ -115,8 +115,8 @@ class Outbox:
         broker: Broker,
         relay_after: float,
         batch_size: int,
+        hold_seconds: float,
         pubsub: frozenset[str] = frozenset(),
-        hold_seconds: float = 15.0,
     ) -> None:
         """`pubsub` names the exchanges whose messages go without `mandatory` (events, rule 1). A relay pass
         holds the rows it took for `hold_seconds`: another relay leaves them alone that long, and takes them

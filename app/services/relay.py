@@ -20,7 +20,7 @@ def make_outbox(resources: Resources) -> Outbox:
     relay_after = max(settings.outbox_relay_after, settings.publish_timeout_seconds + 1)
     pubsub = frozenset({resources.names.events_exchange})
     hold = HOLD_PUBLISH_TIMEOUTS * settings.publish_timeout_seconds
-    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size, pubsub, hold)
+    outbox = Outbox(resources.engine, resources.broker, relay_after, settings.outbox_batch_size, hold, pubsub)
     outbox.after_job_publish = partial(_mark_queued, resources)
     return outbox
 
