@@ -108,10 +108,16 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
         assert (await api.client.get("/no/such/path/" + client)).status_code == 404
 
         def finished(now: Samples) -> bool:
-            # The gauges are read by a background cycle: wait for one that ran after the consumers attached.
+            # The gauges are read by a background cycle: wait for one that ran after the consumers attached, and
+            # for one that ran after both embedded workers said they were running (the broker counts a worker's
+            # consumers as they attach; the worker says it runs once all of them have).
             attached = value(now, "queue_consumers", queue="jobs.critical") >= settings.job_consumers_critical
+            beating = {s["worker_id"].rsplit(":", 1)[1] for s in labelled(now, "worker_heartbeat_timestamp")}
             return (
-                delta(before, now, "jobs_completed_total") >= 3 and bool(labelled(now, "outbox_backlog")) and attached
+                delta(before, now, "jobs_completed_total") >= 3
+                and bool(labelled(now, "outbox_backlog"))
+                and attached
+                and {"job_worker", "webhook_worker"} <= beating
             )
 
         after = await wait_for(scraped_until(lambda: scrape(api), finished), within=30)
