@@ -66,6 +66,14 @@ def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
 
 
+def heartbeats(samples: Samples) -> dict[str, float]:
+    """Each worker's last heartbeat, by its name (`job_worker`, `webhook_worker`; its worker id ends with it)."""
+    return {
+        s["worker_id"].rsplit(":", 1)[1]: value(samples, "worker_heartbeat_timestamp", **s)
+        for s in labelled(samples, "worker_heartbeat_timestamp")
+    }
+
+
 async def scrape(api: Api) -> Samples:
     answer = await api.client.get("/metrics")
     assert answer.status_code == 200
@@ -112,12 +120,11 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
             # for one that ran after both embedded workers said they were running (the broker counts a worker's
             # consumers as they attach; the worker says it runs once all of them have).
             attached = value(now, "queue_consumers", queue="jobs.critical") >= settings.job_consumers_critical
-            beating = {s["worker_id"].rsplit(":", 1)[1] for s in labelled(now, "worker_heartbeat_timestamp")}
             return (
                 delta(before, now, "jobs_completed_total") >= 3
                 and bool(labelled(now, "outbox_backlog"))
                 and attached
-                and {"job_worker", "webhook_worker"} <= beating
+                and {"job_worker", "webhook_worker"} <= heartbeats(now).keys()
             )
 
         after = await wait_for(scraped_until(lambda: scrape(api), finished), within=30)
@@ -143,10 +150,7 @@ async def test_every_contract_metric_moves_by_exactly_the_jobs_run(broker: Broke
     for name, labels in CONTRACT.items():
         assert any(set(have) == labels for have in labelled(after, name)), (name, labelled(after, name))
     assert value(after, "circuit_breaker_state", task_type="flaky") == 0  # permanent errors do not count
-    beats = {
-        s["worker_id"].rsplit(":", 1)[1]: value(after, "worker_heartbeat_timestamp", **s)
-        for s in labelled(after, "worker_heartbeat_timestamp")
-    }
+    beats = heartbeats(after)
     assert time.time() - beats["job_worker"] < 10 and time.time() - beats["webhook_worker"] < 10
     for state in ("ready", "unacked"):
         assert labelled(after, "queue_messages") and {"queue": "jobs.critical", "state": state} in labelled(
@@ -199,7 +203,7 @@ async def test_a_worker_process_serves_its_metrics_on_metrics_port(
     with app_process(["worker", "jobs"], env, tmp_path / "worker.log") as process:
 
         def beating(now: Samples) -> bool:
-            return any(s["worker_id"].endswith(":job_worker") for s in labelled(now, "worker_heartbeat_timestamp"))
+            return "job_worker" in heartbeats(now)
 
         await wait_for(scraped_until(read, beating), within=30)
         headers = await api.new_client("metrics-worker-" + uuid.uuid4().hex[:8])
