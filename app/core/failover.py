@@ -5,6 +5,8 @@ from typing import Any
 from aio_pika import RobustConnection
 from yarl import URL
 
+from app.core.incoming import LeanChannel
+
 # aio-pika's one attempt at opening the transport of `self.url`. It is private, so aio-pika is pinned, and
 # tests/test_cluster.py fails over between listed nodes and would catch a rename.
 _connect_transport = RobustConnection._RobustConnection__connect_transport  # type: ignore[attr-defined]
@@ -21,7 +23,10 @@ def node_urls(url: str) -> list[str]:
 class FailoverConnection(RobustConnection):
     """Every connection attempt after the first goes to the next node in turn, so when its node goes away the
     connection comes back on one that answers, and aio-pika restores its channels (confirms and prefetch), queues,
-    bindings and consumers there as after any reconnect. The nodes share credentials and URL options."""
+    bindings and consumers there as after any reconnect. The nodes share credentials and URL options. Its
+    channels are `LeanChannel`s, whose queues consume a `Handler` without aio-pika's per-message wrapping."""
+
+    CHANNEL_CLASS = LeanChannel
 
     def __init__(self, nodes: list[str], first: int = 0, **kwargs: Any) -> None:
         self.nodes = [URL(node) for node in nodes]

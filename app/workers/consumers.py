@@ -9,10 +9,11 @@ from functools import partial
 from typing import Any
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from aio_pika.abc import AbstractChannel, AbstractQueue
 from loguru import logger
 
 from app.core.broker import Broker, consuming
+from app.core.incoming import Handler, Message
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
 from app.core.topology import QueueSpec
@@ -22,7 +23,7 @@ REQUEUE_PAUSE = 1.0
 WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
 CHANNEL_TIMEOUT = 5.0  # the longest a stop waits for a consumer's cancel, or the watch for its channel's close
 REPLACE_TIMEOUT = 30.0  # the longest the watch waits for a new consumer before it tries again at the next look
-MessageHandler = Callable[[AbstractIncomingMessage], Awaitable[None]]
+MessageHandler = Callable[[Message], Awaitable[None]]
 
 
 @dataclass
@@ -80,7 +81,7 @@ class ConsumerGroup:
         # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
         queue = await channel.declare_queue(spec.name, durable=True, arguments=spec.arguments)
         consumer = Consumer(spec, channel, queue)
-        consumer.tag = await queue.consume(partial(self._on_message, consumer))
+        consumer.tag = await queue.consume(Handler(partial(self._on_message, consumer)))
         return consumer
 
     async def _watch(self) -> None:
@@ -112,7 +113,7 @@ class ConsumerGroup:
             await asyncio.wait_for(consumer.channel.close(), timeout=CHANNEL_TIMEOUT)
         return await asyncio.wait_for(self._consume(consumer.spec), timeout=REPLACE_TIMEOUT)
 
-    async def _on_message(self, consumer: Consumer, message: AbstractIncomingMessage) -> None:
+    async def _on_message(self, consumer: Consumer, message: Message) -> None:
         task = asyncio.current_task()
         assert task is not None
         queue_name = consumer.queue_name

@@ -3,9 +3,8 @@ effort and off the ack path. A reply that is lost costs its waiter nothing but a
 
 import asyncio
 
-from aio_pika.abc import AbstractIncomingMessage
-
 from app.core.broker import Broker
+from app.core.incoming import Message
 from app.core.messages import JobReply, job_reply
 from app.core.statuses import JobStatus
 
@@ -15,15 +14,15 @@ class JobReplies:
         self._broker = broker
         self._sending: set[asyncio.Task[bool]] = set()
 
-    def succeeded(self, message: AbstractIncomingMessage, job_id: str) -> None:
+    def succeeded(self, message: Message, job_id: str) -> None:
         """The job of this message has succeeded: reply if asked to."""
         self.send(message, job_id, JobStatus.SUCCEEDED)
 
-    def dead_lettered(self, message: AbstractIncomingMessage, job_id: str) -> None:
+    def dead_lettered(self, message: Message, job_id: str) -> None:
         """The job of this message was dead-lettered: reply if asked to."""
         self.send(message, job_id, JobStatus.DEAD_LETTERED)
 
-    def send(self, message: AbstractIncomingMessage, job_id: str, status: JobStatus) -> None:
+    def send(self, message: Message, job_id: str, status: JobStatus) -> None:
         """Reply when the message asked for it; returns at once."""
         if message.reply_to is None:
             return

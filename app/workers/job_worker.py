@@ -5,7 +5,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
 from app.core import metrics
@@ -13,6 +12,7 @@ from app.core.backoff import Tier, jittered_ms, tier_for_wait
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoints
+from app.core.incoming import Message
 from app.core.logging import worker_request_id
 from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
@@ -125,7 +125,7 @@ class JobWorker:
         await self.tools.http.aclose()
         await self.breakers.flush()
 
-    async def _handle(self, message: AbstractIncomingMessage) -> None:
+    async def _handle(self, message: Message) -> None:
         try:
             job_message = JobMessage.from_bytes(message.body)
         except (ValueError, TypeError):
@@ -163,7 +163,7 @@ class JobWorker:
                 return verdict, lock
         return Defer(self.store.lease_seconds), lock
 
-    async def _run(self, message: AbstractIncomingMessage, job: JobRow, lock: Lock, probe: bool) -> None:
+    async def _run(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
         settings = self.resources.settings
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
@@ -213,7 +213,7 @@ class JobWorker:
             return
         await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
-    async def _failed(self, message: AbstractIncomingMessage, job: JobRow, lock: Lock, exc: Exception) -> None:
+    async def _failed(self, message: Message, job: JobRow, lock: Lock, exc: Exception) -> None:
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
@@ -237,7 +237,7 @@ class JobWorker:
             await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
         await self._settle(message, staged, ack=True)
 
-    async def _settle(self, message: AbstractIncomingMessage, staged: Pending | None, ack: bool) -> None:
+    async def _settle(self, message: Message, staged: Pending | None, ack: bool) -> None:
         """After the commit (its events already on their way): ack, or reject into the DLQ.
 
         Nothing recorded means a newer run owns the job (we were fenced out): that run settles it, so ack ours.
@@ -247,7 +247,7 @@ class JobWorker:
         else:
             await message.reject(requeue=False)
 
-    async def _defer(self, message: AbstractIncomingMessage, job_message: JobMessage, seconds: float) -> None:
+    async def _defer(self, message: Message, job_message: JobMessage, seconds: float) -> None:
         tier = tier_for_wait(self.resources.topology.job_tiers, seconds)
         retry_count = _int_header(message, RETRY_COUNT_HEADER)
         await self._to_tier(message, job_message, tier, jittered_ms(tier), retry_count)
@@ -255,7 +255,7 @@ class JobWorker:
 
     async def _to_tier(
         self,
-        message: AbstractIncomingMessage,
+        message: Message,
         job_message: JobMessage,
         tier: Tier,
         expiration_ms: int,
@@ -286,6 +286,6 @@ class JobWorker:
             raise
 
 
-def _int_header(message: AbstractIncomingMessage, name: str) -> int:
+def _int_header(message: Message, name: str) -> int:
     value = (message.headers or {}).get(name)
     return value if isinstance(value, int) else 0

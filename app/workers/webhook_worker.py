@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from aio_pika.abc import AbstractIncomingMessage
 from loguru import logger
 
 from app.core import metrics, safe_http
 from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
+from app.core.incoming import Message
 from app.core.logging import worker_request_id
 from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
@@ -101,7 +101,7 @@ class WebhookWorker:
         logger.info("{}: {} delivery message(s) sent to wait in a delay tier", self.name, self.waited)
         await self.http.aclose()
 
-    async def _fan_out(self, message: AbstractIncomingMessage) -> None:
+    async def _fan_out(self, message: Message) -> None:
         """Fan out the event the message holds, or every event of a bundle (each batched with whatever else
         arrives), then ack: a redelivered bundle fans out again, and makes no second delivery (rule 10)."""
         try:
@@ -120,7 +120,7 @@ class WebhookWorker:
             await asyncio.gather(*(self.batches.fan_out(item) for item in wanted))
         await message.ack()
 
-    async def _deliver(self, message: AbstractIncomingMessage) -> None:
+    async def _deliver(self, message: Message) -> None:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
@@ -144,7 +144,7 @@ class WebhookWorker:
             case Send() as send:
                 await self._send(message, send, operator)
 
-    async def _send(self, message: AbstractIncomingMessage, send: Send, operator: bool) -> None:
+    async def _send(self, message: Message, send: Send, operator: bool) -> None:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
         or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
         given back and its retry budget untouched. An operator's action takes no slot: it is the probe.
@@ -195,7 +195,7 @@ class WebhookWorker:
         else:
             await message.ack()
 
-    async def _wait_out(self, message: AbstractIncomingMessage, seconds: float) -> None:
+    async def _wait_out(self, message: Message, seconds: float) -> None:
         self.waited += 1
         await self._to_tier(message, tier_at_most(self.resources.topology.webhook_tiers, seconds), None)
         await message.ack()
@@ -224,7 +224,7 @@ class WebhookWorker:
         return Attempt(response.status_code, response.duration_ms, error, response.body, response.retry_after)
 
     async def _to_tier(
-        self, message: AbstractIncomingMessage, tier: Tier, expiration_ms: int | None, keep_operator: bool = False
+        self, message: Message, tier: Tier, expiration_ms: int | None, keep_operator: bool = False
     ) -> None:
         """The message to wait in a delay tier; an operator's mark goes with it only when asked (a retry after
         the operator's attempt is an ordinary one)."""
@@ -254,6 +254,6 @@ def _request_id(event: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _header(message: AbstractIncomingMessage, name: str) -> str | None:
+def _header(message: Message, name: str) -> str | None:
     value = (message.headers or {}).get(name)
     return value if isinstance(value, str) else None
