@@ -44,6 +44,10 @@ class Message(Protocol):
     async def nack(self, *, requeue: bool = True) -> None: ...
 
 
+MessageHandler = Callable[[Message], Awaitable[None]]
+"""A consumer's handler: what it does with each message."""
+
+
 class AlreadySettled(RuntimeError):
     """A message acked, rejected or nacked a second time: a bug, as aio-pika says with MessageProcessError."""
 
@@ -110,7 +114,7 @@ class Handler:
 
     __slots__ = ("handle",)
 
-    def __init__(self, handle: Callable[[Message], Awaitable[None]]) -> None:
+    def __init__(self, handle: MessageHandler) -> None:
         self.handle = handle
 
     async def __call__(self, message: AbstractIncomingMessage) -> None:

@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -13,7 +13,7 @@ from aio_pika.abc import AbstractChannel, AbstractQueue
 from loguru import logger
 
 from app.core.broker import Broker, consuming
-from app.core.incoming import Handler, Message
+from app.core.incoming import Handler, Message, MessageHandler
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
 from app.core.topology import QueueSpec
@@ -23,7 +23,6 @@ REQUEUE_PAUSE = 1.0
 WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
 CHANNEL_TIMEOUT = 5.0  # the longest a stop waits for a consumer's cancel, or the watch for its channel's close
 REPLACE_TIMEOUT = 30.0  # the longest the watch waits for a new consumer before it tries again at the next look
-MessageHandler = Callable[[Message], Awaitable[None]]
 
 
 @dataclass
