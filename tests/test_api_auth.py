@@ -25,6 +25,18 @@ async def test_no_key_bad_key_and_revoked_key_get_401(api: Api) -> None:
     assert again.status_code == 404
 
 
+async def test_only_a_bearer_key_authenticates_and_anything_else_is_told_how_to_send_one(api: Api) -> None:
+    client = await api.new_client("schemes")
+    key = client["Authorization"].partition(" ")[2]
+    for header in ("Basic dXNlcjpwYXNz", "Bearer", "Bearer ", key, "Token " + key):
+        answer = await api.client.get("/api/v1/jobs", headers={"Authorization": header})
+        assert answer.status_code == 401, header
+        assert answer.json()["detail"].startswith("No API key sent"), header
+        assert answer.headers["www-authenticate"] == "Bearer"
+    lower = await api.client.get("/api/v1/jobs", headers={"Authorization": "bearer " + key})
+    assert lower.status_code == 200
+
+
 async def test_key_management_needs_admin_and_never_shows_keys(api: Api) -> None:
     client = await api.new_client("plain")
     forbidden = await api.client.post("/api/v1/api-keys", json={"client_id": "x"}, headers=client)

@@ -84,6 +84,15 @@ def test_every_operation_documents_its_errors_in_the_error_shape(openapi: dict[s
     assert "HTTPValidationError" not in openapi["components"]["schemas"]
 
 
+def test_every_api_operation_and_only_those_declare_the_bearer_scheme(openapi: dict[str, Any]) -> None:
+    scheme = openapi["components"]["securitySchemes"]["HTTPBearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    secured = {(m, p) for m, p, op in operations(openapi) if op.get("security") == [{"HTTPBearer": []}]}
+    api = {(m, p) for m, p, _ in operations(openapi) if p.startswith("/api/v1/")}
+    assert ("post", "/api/v1/jobs") in secured
+    assert secured == api
+
+
 def test_rate_limited_answers_document_retry_after(openapi: dict[str, Any]) -> None:
     for method, path in RATE_LIMITED:
         assert "Retry-After" in openapi["paths"][path][method]["responses"]["429"]["headers"]
@@ -100,6 +109,7 @@ def test_a_route_added_later_gets_an_id_a_summary_and_its_errors() -> None:
     operation = document(router)["paths"]["/api/v1/gadgets/{gadget_id}/polish"]["post"]
 
     assert (operation["operationId"], operation["summary"]) == ("polish_gadget", "Polish one gadget")
+    assert operation["security"] == [{"HTTPBearer": []}]
     assert {"401", "403", "404", "422"} <= set(operation["responses"])
     assert operation["responses"]["403"]["content"]["application/json"]["schema"] == ERROR_REF
 

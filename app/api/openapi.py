@@ -9,11 +9,14 @@ from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from app.api.deps import get_admin
+from app.api.deps import get_admin, get_principal
 from app.schemas.errors import ErrorOut
 from app.schemas.job import JOB_OUT_EXAMPLE, JOB_REQUEST, JOB_REQUEST_EXAMPLES
 
 MAX_SUMMARY = 80
+# How every authenticated operation is called: get_principal reads this header itself.
+SECURITY_SCHEME = "HTTPBearer"
+BEARER = {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer <key>`."}
 ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
 FASTAPI_422 = {"$ref": "#/components/schemas/HTTPValidationError"}  # not our shape: replaced by ErrorOut
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
@@ -44,7 +47,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    schema.setdefault("components", {})["securitySchemes"] = {SECURITY_SCHEME: BEARER}
+    components = schema["components"].setdefault("schemas", {})
     request = JOB_REQUEST.json_schema(ref_template="#/components/schemas/{model}")
     components.update(request.pop("$defs", {}))
     components["JobRequest"] = request | {"examples": JOB_REQUEST_EXAMPLES}
@@ -62,6 +66,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 
 
 def _finish(operation: dict[str, Any], route: APIRoute) -> None:
+    if _needs(route.dependant, get_principal):
+        operation["security"] = [{SECURITY_SCHEME: []}]
     if not route.summary:
         operation["summary"] = _first_sentence(route.description) or operation.get("summary", route.name)
     responses = operation.setdefault("responses", {})
