@@ -126,7 +126,7 @@ class Settings(BaseSettings):
     """Seconds before each webhook retry, comma-separated; its length is the number of retries."""
     webhook_timeout_seconds: float = Field(default=15, gt=0)
     """Time limit of one delivery attempt, in seconds."""
-    webhook_consumers: int = Field(default=16, ge=0)
+    webhook_consumers: int = Field(default=32, ge=0)
     """Consumers (one channel each, prefetch 1) per webhook worker that send deliveries."""
     webhook_fanout_consumers: int = Field(default=16, ge=0)
     """Consumers per webhook worker that fan job events out into deliveries."""
