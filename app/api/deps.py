@@ -27,7 +27,7 @@ async def get_principal(request: Request) -> Principal:
     scheme, _, key = (request.headers.get("authorization") or "").partition(" ")
     if scheme.lower() != "bearer" or not key:
         raise _unauthorized("No API key sent; send `Authorization: Bearer <api key>`.")
-    state: ApiState = request.app.state.api
+    state = await get_state(request)
     principal = await state.keys.authenticate(key)
     if principal is None:
         raise _unauthorized("That API key is unknown or revoked.")
