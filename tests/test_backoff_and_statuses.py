@@ -5,9 +5,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.core.backoff import Tier, jittered_ms, job_tiers, tier_for_retry, tier_for_wait
+from app.core.backoff import Tier, busy_wait, jittered_ms, job_tiers, tier_for_retry, tier_for_wait
+from app.core.config import Settings
 from app.core.names import Lane, broker_priority, lane_max_priority, lane_of
 from app.core.statuses import TERMINAL, TRANSITIONS, JobStatus, can_move, sources_of
+from app.core.topology import build_topology
 from app.handlers.errors import JobTimeout, PermanentError, TransientError
 from app.workers.retry_policy import DeadLetter, Retry, decide
 
@@ -42,6 +44,12 @@ def test_a_wait_goes_to_the_shortest_tier_that_covers_it() -> None:
     assert tier_for_wait(TIERS, 100).delay == 128
     assert tier_for_wait(TIERS, 600).delay == 600
     assert tier_for_wait(TIERS, 86_400).delay == 600  # beyond every tier: the longest
+
+
+def test_a_delivery_finding_its_endpoint_busy_waits_5_then_15_then_60_seconds_beside_the_retry_tiers() -> None:
+    tiers = build_topology(Settings()).webhook_tiers  # the default schedule: 5, 300, 1800, 7200, 18000, 36000 s
+    assert [t.delay for t in tiers] == [5, 15, 60, 300, 1800, 7200, 18000, 36000]
+    assert [busy_wait(tiers, times).delay for times in range(1, 6)] == [5, 15, 60, 60, 60]
 
 
 def test_retry_numbers_clamp_to_the_tiers() -> None:

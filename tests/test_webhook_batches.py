@@ -1,6 +1,7 @@
 """The webhook path's group commits (app/workers/delivery_batches.py): one bad attempt record fails only its own
 delivery; a kill -9 between a record batch's commit and its acks sends nothing recorded twice; the pooled client
-keeps to the endpoint's in-flight cap; and the in-process slot wait of app/workers/endpoint_slots.py."""
+keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/endpoint_slots.py; and the longer
+wait, each time, of a delivery that keeps finding its endpoint busy."""
 
 import asyncio
 import uuid
@@ -8,15 +9,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import aio_pika
 import pytest
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.messages import job_event
+from app.core.backoff import busy_delays
+from app.core.config import Settings
+from app.core.messages import BUSY_HEADER, delivery_outgoing, job_event
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
+from app.core.topology import declare
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
@@ -386,3 +391,55 @@ async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_wa
     fast.give("fast", 0.01)
     assert await fast.take("fast")
     assert fast.wait_bound("fast") == SLOW_SECONDS  # known to be fast: worth a longer wait
+
+
+# ---------------------------------------------------------------- a busy endpoint's deliveries back off
+
+
+async def test_a_delivery_that_keeps_finding_its_endpoint_busy_waits_longer_each_time(
+    settings: Settings, broker: BrokerProbe
+) -> None:
+    """Each time a delivery finds its slow endpoint's slots all busy, it goes back through a longer delay tier
+    (by default 5 s, 15 s, then 60 s from then on; here 1, 3 and 12 times the tests' shortest retry delay), its
+    count on the message; no database work is done for it."""
+    await declare(broker.channel, broker.topology)  # this test may run first
+    await purge_webhook_queues(broker)
+    names, tiers = broker.topology.names, broker.topology.webhook_tiers
+    cap = settings.webhook_max_in_flight_per_endpoint
+    waits = busy_delays(settings.webhook_retry_delays)
+    assert waits == pytest.approx([0.2, 0.6, 2.4])
+    async with running_webhook_worker(settings) as hooks:
+        key = str(uuid.uuid4())
+        await taught(hooks.slots, key, SLOW)
+        for _ in range(cap):
+            assert await hooks.slots.take(key)  # attempts in flight to a slow endpoint fill every slot
+        exchange = await broker.channel.get_exchange(names.webhooks_exchange)
+        seen = []
+        for times_busy in range(4):  # as if back from a delay tier this many times
+            outgoing = delivery_outgoing(names, str(uuid.uuid4()), None, key)
+            headers = {**outgoing.headers, **({BUSY_HEADER: times_busy} if times_busy else {})}
+            message = aio_pika.Message(outgoing.body, headers=headers, message_id=outgoing.message_id)
+            await exchange.publish(message, routing_key=outgoing.routing_key)
+            seen.append(await _waiting_in_a_tier(broker, outgoing.message_id or ""))
+    assert seen == [
+        (names.webhook_tier_queue(next(t for t in tiers if t.delay == wait)), times)
+        for wait, times in zip([*waits, waits[-1]], range(1, 5), strict=True)
+    ]
+
+
+async def _waiting_in_a_tier(broker: BrokerProbe, message_id: str) -> tuple[str, int]:
+    """The tier queue a delivery message went to wait in, and the busy count it carries there."""
+    names = broker.topology.names
+    queues = [names.webhook_tier_queue(tier) for tier in broker.topology.webhook_tiers]
+    found: list[tuple[str, int]] = []
+
+    async def arrived() -> bool:
+        for queue in queues:
+            for message in await broker.take_all(queue):
+                assert message.message_id == message_id
+                found.append((queue, int((message.headers or {}).get(BUSY_HEADER, 0))))  # type: ignore[arg-type]
+        return bool(found)
+
+    await wait_for(arrived, within=5)
+    assert len(found) == 1
+    return found[0]

@@ -3,6 +3,12 @@
 import random
 from dataclasses import dataclass
 
+# How long a delivery whose endpoint has its fill of attempts in flight waits in a delay tier, as multiples of the
+# shortest webhook retry delay (5 s, 15 s, then 60 s by default): longer each time it finds the endpoint busy again,
+# so a slow endpoint's backlog comes back a few times a minute rather than every few seconds (each return costs a
+# consume and a publish that other endpoints' deliveries wait behind). The webhook topology has a tier for each.
+BUSY_STEPS = (1, 3, 12)
+
 
 @dataclass(frozen=True)
 class Tier:
@@ -37,6 +43,18 @@ def schedule_tiers(delays: list[float]) -> list[Tier]:
     """Tiers for an explicit schedule (webhooks): one per distinct delay, in order."""
     distinct = sorted(set(delays))
     return [Tier(index=i + 1, delay=delay) for i, delay in enumerate(distinct)]
+
+
+def busy_delays(schedule: list[float]) -> list[float]:
+    """The waits of a delivery whose endpoint is busy, for a webhook retry schedule (see BUSY_STEPS)."""
+    return [min(schedule) * step for step in BUSY_STEPS] if schedule else []
+
+
+def busy_wait(tiers: list[Tier], times_busy: int) -> Tier:
+    """The tier a delivery waits in after finding its endpoint busy for the `times_busy`-th time (1-based), among
+    webhook tiers that include busy_delays' (the shortest tier is the shortest retry delay)."""
+    step = BUSY_STEPS[min(max(times_busy, 1), len(BUSY_STEPS)) - 1]
+    return tier_at_most(tiers, tiers[0].delay * step)
 
 
 def tier_for_retry(tiers: list[Tier], retry: int) -> Tier:

@@ -20,6 +20,9 @@ OPERATOR_HEADER = "x-operator-action"
 # On a delivery message: the key of the endpoint it goes to (see endpoint_key), so a worker can tell that the
 # endpoint is slow and busy before it touches the database.
 ENDPOINT_HEADER = "x-endpoint"
+# On a delivery message back from a delay tier: how many times it has found its endpoint busy since its last
+# attempt (see backoff.BUSY_STEPS). An attempt's retry starts again without it.
+BUSY_HEADER = "x-endpoint-busy"
 
 
 def dumps(value: Any) -> bytes:

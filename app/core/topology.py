@@ -7,7 +7,7 @@ from aio_pika import ExchangeType
 from aio_pika.abc import AbstractChannel
 from aiormq.exceptions import ChannelPreconditionFailed
 
-from app.core.backoff import Tier, job_tiers, schedule_tiers
+from app.core.backoff import Tier, busy_delays, job_tiers, schedule_tiers
 from app.core.config import Settings
 from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
 
@@ -151,7 +151,8 @@ def build_topology(settings: Settings) -> Topology:
     """The full topology for the settings' namespace, delays and queue type."""
     names = Names(settings.namespace)
     jobs = _job_part(settings, names, job_tiers(settings.retry_base_delay, settings.retry_max_delay))
-    hooks = _webhook_part(settings, names, schedule_tiers(settings.webhook_retry_delays))
+    delays = settings.webhook_retry_delays
+    hooks = _webhook_part(settings, names, schedule_tiers([*delays, *busy_delays(delays)]))
     return Topology(
         names=names,
         job_tiers=jobs.job_tiers,

@@ -10,12 +10,12 @@ import httpx
 from loguru import logger
 
 from app.core import metrics, safe_http
-from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_wait
+from app.core.backoff import Tier, busy_wait, jittered_ms, tier_at_most, tier_for_wait
 from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
 from app.core.incoming import Message
 from app.core.logging import worker_request_id
-from app.core.messages import ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
+from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import SafeClient, safe_client
@@ -29,7 +29,7 @@ from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoin
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers.consumers import ConsumerGroup, consumer_report
-from app.workers.delivery_batches import WAIT, DeliveryBatches, breaker_key
+from app.workers.delivery_batches import DeliveryBatches, breaker_key
 from app.workers.endpoint_slots import EndpointSlots
 from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.reports import WorkerReport
@@ -125,7 +125,7 @@ class WebhookWorker:
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
         if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
-            await self._wait_out(message, 0.0)  # a slow endpoint with every slot here busy: no database work
+            await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
             return
         match await self.batches.claim(delivery_id):
             case Drop(why):
@@ -157,14 +157,17 @@ class WebhookWorker:
         slot = None if operator else await self.slots.take(key, delivery["id"])
         if not operator and slot is None:
             await self.batches.give_back(delivery)
-            await self._wait_out(message, 0.0)
+            await self._wait_busy(message)
             return
         held = time.perf_counter()
         attempt: Attempt | None = None
         try:
             admission = SEND if slot is not None and slot.heir_of else await self.batches.admit(delivery, operator)
-            if admission.gate in WAIT:
-                await self._wait_out(message, admission.wait)
+            if admission.gate is Gate.BUSY:
+                await self._wait_busy(message)
+                return
+            if admission.gate is Gate.OPEN:
+                await self._wait_out(message, tier_at_most(self.resources.topology.webhook_tiers, admission.wait))
                 return
             try:
                 attempt = await self._attempt(delivery, send.secrets)
@@ -188,16 +191,22 @@ class WebhookWorker:
             return
         metrics.deliveries(_outcome(plan)).inc()
         if isinstance(plan, Retry):
-            await self._to_tier(message, plan.tier, plan.expiration_ms)
+            await self._to_tier(message, plan.tier, plan.expiration_ms, busy=0)
         if isinstance(plan, DeadLetter):
             logger.warning("delivery {} to {} failed for good ({})", delivery["id"], delivery["url"], plan.reason)
             await message.reject(requeue=False)
         else:
             await message.ack()
 
-    async def _wait_out(self, message: Message, seconds: float) -> None:
+    async def _wait_busy(self, message: Message) -> None:
+        """Back through a delay tier after finding the endpoint busy: a longer one each time it is found busy
+        again (backoff.BUSY_STEPS), counted on the message."""
+        times = _times_busy(message) + 1
+        await self._wait_out(message, busy_wait(self.resources.topology.webhook_tiers, times), times)
+
+    async def _wait_out(self, message: Message, tier: Tier, busy: int | None = None) -> None:
         self.waited += 1
-        await self._to_tier(message, tier_at_most(self.resources.topology.webhook_tiers, seconds), None)
+        await self._to_tier(message, tier, None, busy=busy)
         await message.ack()
 
     def _plan(self, delivery: DeliveryRow, attempt: Attempt) -> Retry | DeadLetter:
@@ -224,17 +233,28 @@ class WebhookWorker:
         return Attempt(response.status_code, response.duration_ms, error, response.body, response.retry_after)
 
     async def _to_tier(
-        self, message: Message, tier: Tier, expiration_ms: int | None, keep_operator: bool = False
+        self,
+        message: Message,
+        tier: Tier,
+        expiration_ms: int | None,
+        keep_operator: bool = False,
+        busy: int | None = None,
     ) -> None:
         """The message to wait in a delay tier; an operator's mark goes with it only when asked (a retry after
-        the operator's attempt is an ordinary one)."""
+        the operator's attempt is an ordinary one). `busy`: how many times it has found its endpoint busy now
+        (0 after an attempt); None keeps the count it carries."""
         names = self.resources.names
         queue = names.webhook_tier_queue(tier)
+        headers = {k: v for k, v in (message.headers or {}).items() if keep_operator or k != OPERATOR_HEADER}
+        if busy is not None:
+            headers.pop(BUSY_HEADER, None)
+            if busy:
+                headers[BUSY_HEADER] = busy
         outgoing = Outgoing(
             names.webhooks_retry_exchange,
             queue,
             message.body,
-            {k: v for k, v in (message.headers or {}).items() if keep_operator or k != OPERATOR_HEADER},
+            headers,
             expiration_ms=expiration_ms or jittered_ms(tier),
             message_id=message.message_id,
         )
@@ -252,6 +272,11 @@ def _request_id(event: dict[str, Any]) -> str | None:
     job = (event.get("data") or {}).get("job") or {}
     value = job.get("request_id") if isinstance(job, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _times_busy(message: Message) -> int:
+    value = (message.headers or {}).get(BUSY_HEADER)
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _header(message: Message, name: str) -> str | None:
