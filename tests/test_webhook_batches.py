@@ -340,6 +340,23 @@ async def test_a_fast_endpoints_delivery_gives_up_once_its_bound_passes() -> Non
     assert slots.full("fast")  # still the one attempt in flight
 
 
+async def test_a_delivery_waiting_on_a_new_endpoint_waits_on_once_the_endpoint_shows_itself_fast() -> None:
+    """A burst to an endpoint not heard from yet (a worker starting on a backlog): its waiters begin with the short
+    first wait, and keep waiting, as for a fast endpoint, once the first attempt back shows that it is fast."""
+    slots = EndpointSlots(per_endpoint=2)
+    assert await slots.take("new") and await slots.take("new")  # two first attempts in flight
+    assert slots.wait_bound("new") == FIRST_WAIT_SECONDS
+    first = asyncio.create_task(slots.take("new", "a"))
+    second = asyncio.create_task(slots.take("new", "b"))
+    await asyncio.sleep(0)
+    slots.give("new", FAST)  # the first attempt is back, fast: its slot goes to "a"
+    assert await first == Slot()
+    await asyncio.sleep(2 * FIRST_WAIT_SECONDS)  # past the first wait "b" began with
+    assert not second.done()  # still waiting: the endpoint is known fast now
+    slots.give("new", FAST)
+    assert await second == Slot()
+
+
 async def test_a_slow_endpoints_delivery_does_not_wait_at_all() -> None:
     slots = await taught(EndpointSlots(per_endpoint=2), "slow", SLOW)
     assert slots.wait_bound("slow") == 0.0

@@ -1,7 +1,8 @@
 """This process's share of each endpoint's in-flight cap (rule 11), kept in memory in front of the shared one.
 
 A delivery whose endpoint has all its slots busy in this process waits for one, up to SLOW_SECONDS (only
-FIRST_WAIT_SECONDS while the endpoint's speed is not known yet), unless the endpoint is slow: its recent
+FIRST_WAIT_SECONDS while the endpoint's speed is not known yet, extended to SLOW_SECONDS if it shows itself fast
+meanwhile), unless the endpoint is slow: its recent
 attempts held a slot longer than SLOW_SECONDS on average, or its busy slots have not moved for that long. Then
 it does not wait at all and goes back through a delay tier, so a slow endpoint never holds a consumer another
 endpoint needs. (Sending a fast endpoint's deliveries to a delay tier instead would add the tier's seconds to
@@ -79,13 +80,14 @@ class EndpointSlots:
         future: asyncio.Future[Slot] = asyncio.get_running_loop().create_future()
         endpoint.queue.append((delivery_id, future))
         try:
-            async with asyncio.timeout(bound):
-                return await asyncio.shield(future)
-        except TimeoutError:
-            if future.done():  # handed over as the wait ran out: still ours
-                return future.result()
-            future.cancel()
-            return None
+            slot = await self._wait(future, bound)
+            if slot is None and (more := self.wait_bound(key) - bound) > 0:
+                # It began waiting before the endpoint's speed was known, and the endpoint has shown itself
+                # fast since: wait as long as for a fast endpoint (a burst at start-up is not sent to a tier).
+                slot = await self._wait(future, more)
+            if slot is None:
+                future.cancel()
+            return slot
         except asyncio.CancelledError:
             # Handed over as we were cancelled (shutting down): pass the local slot on. A shared slot handed with
             # it stays taken in Redis until its lease runs out.
@@ -94,6 +96,15 @@ class EndpointSlots:
             else:
                 future.cancel()
             raise
+
+    @staticmethod
+    async def _wait(future: "asyncio.Future[Slot]", seconds: float) -> Slot | None:
+        """The slot handed to this waiter within `seconds`, or None."""
+        try:
+            async with asyncio.timeout(seconds):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            return future.result() if future.done() else None  # handed over as the wait ran out: still ours
 
     def give(self, key: str, seconds: float | None, succeeded: str | None = None) -> str | None:
         """Free a slot; `seconds` is how long it was held for the attempt (None when nothing was sent). A waiting
