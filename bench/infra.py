@@ -179,6 +179,32 @@ class Broker:
             return result.message_count or 0, result.consumer_count or 0
         raise RuntimeError(f"RabbitMQ did not answer a passive declare of {queue}")
 
+    async def move(self, source: str, target: str, create: bool = False) -> int:
+        """Move every message now in the queue `source` into the queue `target` (through the default exchange,
+        as it was, confirmed); `create`: declare `target` first, a plain durable queue. How many moved."""
+        channel = await self.channel()
+        if create:
+            await channel.declare_queue(target, durable=True)
+        queue = await channel.declare_queue(source, passive=True)
+        taken = []
+        while (message := await queue.get(no_ack=False, fail=False)) is not None:
+            taken.append(message)
+        copies = [
+            aio_pika.Message(
+                body=m.body,
+                headers=m.headers,
+                content_type=m.content_type,
+                delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                priority=m.priority,
+                message_id=m.message_id,
+            )
+            for m in taken
+        ]
+        await asyncio.gather(*(channel.default_exchange.publish(copy, routing_key=target) for copy in copies))
+        for message in taken:
+            await message.ack()
+        return len(taken)
+
     async def publish_job_messages(self, names: Names, jobs: list[dict[str, Any]], batch: int = 500) -> None:
         """Put each job's message in its lane again, built by the service's own `job_outgoing`, confirmed."""
         exchange = await (await self.channel()).get_exchange(names.jobs_exchange, ensure=False)

@@ -20,7 +20,7 @@ class Sizes:
     hook_rate: float  # jobs/s for submit -> callback latency
     hook_latency_jobs: int
     slow_rate: float  # jobs/s in each phase of the slow-endpoint scenario
-    slow_jobs: int  # jobs per phase: with the fast endpoint alone, then beside the slow one
+    slow_jobs: int  # jobs per phase: with the fast endpoint alone, beside a second fast one, then beside the slow one
     overload_seconds: float  # how long the overload scenario's clients keep sending
     cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)

@@ -1,6 +1,7 @@
 """The slow-endpoint scenario (DESIGN.md rule 11: one slow endpoint hurts no one else): one client's fast
-endpoint, served by one webhook worker, timed at a steady rate alone, then again beside the same client's
-endpoint that answers after 10 s; its p99 submit -> callback beside the slow one against its p99 alone."""
+endpoint, served by one webhook worker, timed at a steady rate alone, then beside a second endpoint of the same
+client that answers at once (the same fan-out, nothing slow: what a second endpoint costs), then beside one that
+answers after 10 s; its p99 submit -> callback beside the slow one against its p99 alone."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +27,14 @@ class Run:
     api: Server | None = None
     key: str = ""
     fast: Server | None = None
+    second: Server | None = None
     slow: Server | None = None
     worker: Proc | None = None
     hooks: Proc | None = None
 
     async def stop(self) -> None:
         """The webhook worker first: its slow attempts in flight are answered before their receiver stops."""
-        servers = (self.api, self.slow, self.fast)
+        servers = (self.api, self.slow, self.second, self.fast)
         for proc in (self.hooks, self.worker, *(server.proc for server in servers if server is not None)):
             if proc is not None:
                 await proc.stop()
@@ -41,8 +43,9 @@ class Run:
 @dataclass(frozen=True)
 class Measured:
     alone: Latency
+    second: Latency  # beside a second endpoint that answers at once
     beside: Latency
-    slow: dict[str, Any]  # the slow receiver's counts when the last fast callback of phase 2 arrived
+    slow: dict[str, Any]  # the slow receiver's counts when the last fast callback of phase 3 arrived
     pending: int  # the slow endpoint's deliveries not yet answered then (in flight or in a delay tier)
 
 
@@ -66,7 +69,8 @@ async def slow_endpoint(h: Harness, sizes: Sizes) -> list[Row]:
         f"timeout {timeout:g} s); one webhook worker ({settings.webhook_consumers} delivery consumers, ≤ {cap} in "
         f"flight per endpoint), one job worker ({JOB_CONSUMERS} consumers). After {WARMUP_JOBS} warm-up jobs, "
         f"phase 1 submits {sizes.slow_jobs} jobs at {sizes.slow_rate:g} jobs/s with only the fast endpoint; then "
-        "the slow endpoint is registered and phase 2 submits the same load. Each phase's figure is the fast "
+        "a second endpoint answering at once is registered for phase 2 and deleted after it; then the slow endpoint is "
+        "registered and phase 3 submits the same load. Each phase's figure is the fast "
         "receiver's arrival time minus the load generator's send time (one machine clock) for every accepted "
         "job, once all arrived; the slow endpoint's counts are read at that moment, then it is deleted. "
         "Deliveries over its cap go back through a delay tier without an attempt."
@@ -89,6 +93,9 @@ async def _measure(h: Harness, run: Run, sizes: Sizes, overrides: dict[str, floa
         return await callback_latency(h, api, key, run.fast, procs, rate=rate, jobs=jobs, tag=tag, label=label)
 
     alone = await phase("slow-endpoint-alone", "the fast endpoint alone")
+    endpoint, run.second = await add_endpoint(h, api, key, name="receiver-second", description="bench second receiver")
+    second = await phase("slow-endpoint-second", "the fast endpoint beside a second fast one")
+    await h.call(api, "DELETE", f"/api/v1/webhooks/{endpoint['id']}", key)
     endpoint, run.slow = await add_endpoint(
         h, api, key, name="receiver-slow", description="bench slow receiver", delay=SLOW_SECONDS
     )
@@ -96,7 +103,7 @@ async def _measure(h: Harness, run: Run, sizes: Sizes, overrides: dict[str, floa
     slow = await records(run.slow)
     pending = (await h.db.delivery_statuses(endpoint["id"])).get("pending", 0)
     await h.call(api, "DELETE", f"/api/v1/webhooks/{endpoint['id']}", key)
-    return Measured(alone, beside, slow, pending)
+    return Measured(alone, second, beside, slow, pending)
 
 
 async def _warm_up(h: Harness, run: Run) -> None:
@@ -117,7 +124,11 @@ def _timeout_override(timeout: float) -> dict[str, float]:
 def _rows(m: Measured, sizes: Sizes, cap: int) -> list[Row]:
     rate = f"{num(sizes.slow_rate, 0)} jobs/s"
     times = ratio(m.beside.p99, m.alone.p99)
-    missing, rejected = m.alone.missing + m.beside.missing, m.alone.rejected + m.beside.rejected + m.slow["rejected"]
+    phases = (m.alone, m.second, m.beside)
+    missing = sum(p.missing for p in phases)
+    rejected = sum(p.rejected for p in phases) + m.slow["rejected"]
+    second = ratio(m.second.p99, m.alone.p99)
+    against_second = ratio(m.beside.p99, m.second.p99)
     return [
         Row(
             SCENARIO,
@@ -126,17 +137,25 @@ def _rows(m: Measured, sizes: Sizes, cap: int) -> list[Row]:
         ),
         Row(
             SCENARIO,
+            f"fast endpoint submit→callback p99 ms at {rate} beside a second endpoint of the same client answering "
+            f"at once: what one more endpoint costs (p50 {num(m.second.p50)}; {num(m.second.accepted)} accepted/s)",
+            num(m.second.p99),
+            f"alone {num(m.alone.p99)}",
+            f"{num(second, 2)} x alone",
+        ),
+        Row(
+            SCENARIO,
             f"fast endpoint submit→callback p99 ms at {rate} beside the same client's endpoint answering after "
             f"{SLOW_SECONDS:g} s (p50 {num(m.beside.p50)}; {num(m.beside.accepted)} accepted/s)",
             num(m.beside.p99),
-            f"alone {num(m.alone.p99)}",
-            f"{num(times, 2)} x alone",
+            f"alone {num(m.alone.p99)} · beside a fast one {num(m.second.p99)}",
+            f"{num(times, 2)} x alone · {num(against_second, 2)} x beside a fast one",
             f"≤ {TARGET_RATIO:g} x",
             times is not None and times <= TARGET_RATIO,
         ),
         Row(
             SCENARIO,
-            "slow endpoint when phase 2's last fast callback arrived: answered / in flight (most at once) / "
+            "slow endpoint when phase 3's last fast callback arrived: answered / in flight (most at once) / "
             "not answered yet (in flight or in a delay tier)",
             f"{m.slow['answered']} / {m.slow['in_flight']} ({m.slow['peak_in_flight']}) / {m.pending}",
             "—",
