@@ -38,24 +38,26 @@ def _clients(n: int) -> str:
 async def ingest(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("ingest", job_workers="none: the API alone")
     await h.env.reset()
-    requests, warmup = sizes.ingest_requests, sizes.ingest_warmup
+    warmup, target = sizes.ingest_warmup, sizes.ingest_round_requests
+
+    def requests(clients: int) -> int:
+        return target if clients == INGEST_TARGET_LEVEL else sizes.ingest_requests
+
     api = await h.start_api()
     key = await h.client_key(api)
-    ours = {c: await _ingest_level(h, api, "API", key, c, requests, warmup) for c in INGEST_LEVELS}
+    ours = {c: await _ingest_level(h, api, "API", key, c, requests(c), warmup) for c in INGEST_LEVELS}
     batch = await _batch(h, api, key, sizes.batch_jobs)
     await api.proc.stop()
     base = await h.start_baseline_api()
-    theirs = {c: await _ingest_level(h, base, "baseline API", "none", c, requests, warmup) for c in INGEST_LEVELS}
+    theirs = {c: await _ingest_level(h, base, "baseline API", "none", c, requests(c), warmup) for c in INGEST_LEVELS}
     await base.proc.stop()
     rounds = [(ours[INGEST_TARGET_LEVEL], theirs[INGEST_TARGET_LEVEL])]
     for _ in range(sizes.ingest_rounds - 1):  # the same load again, each side in turn
         api = await h.start_api()
-        mine = await _ingest_level(h, api, "API", key, INGEST_TARGET_LEVEL, requests, warmup)
+        mine = await _ingest_level(h, api, "API", key, INGEST_TARGET_LEVEL, target, warmup)
         await api.proc.stop()
         base = await h.start_baseline_api()
-        rounds.append(
-            (mine, await _ingest_level(h, base, "baseline API", "none", INGEST_TARGET_LEVEL, requests, warmup))
-        )
+        rounds.append((mine, await _ingest_level(h, base, "baseline API", "none", INGEST_TARGET_LEVEL, target, warmup)))
         await base.proc.stop()
     if len(rounds) > 1:
         for number, (mine, bare) in enumerate(rounds, start=1):
@@ -82,8 +84,9 @@ async def ingest(h: Harness, sizes: Sizes) -> list[Row]:
     )
     rows += _batch_rows(batch, publish)
     h.notes.append(
-        f"ingest: {sizes.ingest_requests} measured requests per level after {sizes.ingest_warmup} warm-up "
-        "requests, closed loop, one keep-alive connection per client; latency is the client's round trip. "
+        f"ingest: {sizes.ingest_requests} measured requests per level ({target} in each round at "
+        f"{INGEST_TARGET_LEVEL} clients) after {sizes.ingest_warmup} warm-up requests, closed loop, one keep-alive "
+        "connection per client; latency is the client's round trip. "
         f"Batch: {BATCH_CLIENTS} clients, {BATCH_SIZE} echo jobs per request, jobs/s counts the items answered. "
         f"Raw publish: {sizes.publish_messages:,} persistent messages (about the size of a job message) to the "
         f"default exchange and a durable queue of the namespace, mandatory, on one confirming channel with "

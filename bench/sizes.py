@@ -5,7 +5,8 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Sizes:
-    ingest_requests: int  # per concurrency level, after the warm-up
+    ingest_requests: int  # per concurrency level, after the warm-up (but the target level's: below)
+    ingest_round_requests: int  # at 32 clients, in each round: long enough that a passing stall averages out
     ingest_warmup: int
     ingest_rounds: int  # at 32 clients: the service, then baseline (a), this many times; the rows show medians
     publish_messages: int  # raw confirmed publishes, the broker's floor for one message per job
@@ -34,6 +35,7 @@ class Sizes:
 
 FULL = Sizes(
     ingest_requests=2000,
+    ingest_round_requests=6000,
     ingest_warmup=100,
     ingest_rounds=3,
     publish_messages=20_000,
@@ -58,6 +60,7 @@ FULL = Sizes(
 )
 QUICK = Sizes(
     ingest_requests=100,
+    ingest_round_requests=100,
     ingest_warmup=10,
     ingest_rounds=1,
     publish_messages=1000,
