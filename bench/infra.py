@@ -181,7 +181,8 @@ class Broker:
 
     async def move(self, source: str, target: str, create: bool = False) -> int:
         """Move every message now in the queue `source` into the queue `target` (through the default exchange,
-        as it was, confirmed); `create`: declare `target` first, a plain durable queue. How many moved."""
+        persistent and confirmed, with its body, headers, content type, priority and id: all an event message
+        carries); `create`: declare `target` first, a plain durable queue. How many moved."""
         channel = await self.channel()
         if create:
             await channel.declare_queue(target, durable=True)
