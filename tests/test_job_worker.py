@@ -9,11 +9,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
+from app.core.config import Settings
 from app.core.messages import JobMessage, events_of, job_outgoing
 from app.core.names import Lane
-from app.core.topology import build_topology
+from app.core.statuses import WorkerState
+from app.core.topology import QueueSpec, build_topology
 from app.main import create_app
 from app.models.tables import JOBS, OUTBOX
+from app.runtime import Runtime, add_worker_process
 from app.workers import consumers
 from app.workers.job_worker import JobWorker
 from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings
@@ -282,3 +285,38 @@ async def test_a_consumer_that_stops_consuming_is_replaced_and_its_lane_runs_on(
     jobs = [(await api.submit(headers, payload={"n": n})).json() for n in range(full + 1)]
     for job in jobs:
         assert (await until_status(api, headers, job["id"]))["status"] == "succeeded"
+
+
+async def test_a_starting_worker_attaches_its_consumers_together(
+    settings: Settings, broker: BrokerProbe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker starting on a backlog reaches its full concurrency in a few round trips: its consumers are
+    attached together, not one after another while the first ones already drain."""
+    settings = settings.model_copy(update={"job_consumers_default": 8})
+    attaching = most = 0
+    attach = consumers.ConsumerGroup._consume
+
+    async def counted(group: consumers.ConsumerGroup, spec: QueueSpec) -> consumers.Consumer:
+        nonlocal attaching, most
+        attaching += 1
+        most = max(most, attaching)
+        try:
+            return await attach(group, spec)
+        finally:
+            attaching -= 1
+
+    monkeypatch.setattr(consumers.ConsumerGroup, "_consume", counted)
+    async with Runtime.opened(settings, role="test-worker", grace=5) as runtime:
+        worker = add_worker_process(runtime, JobWorker, background=False, observed=False)
+        await runtime.start()
+
+        async def running() -> bool:
+            return worker.state == WorkerState.RUNNING
+
+        await wait_for(running, within=15)
+        planned = settings.job_consumers_critical + settings.job_consumers_default + settings.job_consumers_bulk
+        assert most == planned == 10
+        assert len(worker.group.consumers) == planned
+        assert len({id(c.channel) for c in worker.group.consumers}) == planned
+        for lane, count in worker.counts().items():
+            assert await broker.consumers(broker.topology.names.lane_queue(lane)) == count

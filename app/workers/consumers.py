@@ -67,9 +67,14 @@ class ConsumerGroup:
     async def _start_consumers(self) -> None:
         await self.intake.ready.wait()
         specs = {spec.name: spec for spec in self.resources.topology.queues}
-        for queue_name, count in self.plan.items():
-            for _ in range(count):
-                self.consumers.append(await self._consume(specs[queue_name]))
+        wanted = [specs[queue_name] for queue_name, count in self.plan.items() for _ in range(count)]
+        # All at once: one after another, a worker starting on a backlog ran with a few consumers for as long as
+        # the rest took to attach (four round trips each, slowed by the messages the first ones were handling).
+        started = await asyncio.gather(*(self._consume(spec) for spec in wanted), return_exceptions=True)
+        self.consumers.extend(c for c in started if isinstance(c, Consumer))
+        failed = [exc for exc in started if isinstance(exc, BaseException)]
+        if failed:
+            raise failed[0]
         self.state = WorkerState.RUNNING
         logger.info("{} consuming: {}", self.name, self.plan)
         await self._watch()
