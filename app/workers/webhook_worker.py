@@ -76,6 +76,11 @@ class WebhookWorker:
         )
 
     @property
+    def tiers(self) -> list[Tier]:
+        """The webhook delay tiers: retries' and waits' alike."""
+        return self.resources.topology.webhook_tiers
+
+    @property
     def state(self) -> WorkerState:
         states = {self.fanout.state, self.senders.state}
         return WorkerState.RUNNING if states == {WorkerState.RUNNING} else WorkerState.STOPPED
@@ -136,9 +141,8 @@ class WebhookWorker:
             case Defer(seconds, in_flight):
                 # An operator's message that finds an attempt in flight waits for that alone: it comes back as
                 # soon as a tier allows, still the operator's. Any other waits until the delivery is due.
-                tiers = self.resources.topology.webhook_tiers
                 waits_for_attempt = operator and in_flight
-                tier = tier_at_most(tiers, seconds) if waits_for_attempt else tier_for_wait(tiers, seconds)
+                tier = tier_at_most(self.tiers, seconds) if waits_for_attempt else tier_for_wait(self.tiers, seconds)
                 await self._to_tier(message, tier, None, keep_operator=waits_for_attempt)
                 await message.ack()
             case Send() as send:
@@ -167,7 +171,7 @@ class WebhookWorker:
                 await self._wait_busy(message)
                 return
             if admission.gate is Gate.OPEN:
-                await self._wait_out(message, tier_at_most(self.resources.topology.webhook_tiers, admission.wait))
+                await self._wait_out(message, tier_at_most(self.tiers, admission.wait))
                 return
             try:
                 attempt = await self._attempt(delivery, send.secrets)
@@ -202,7 +206,7 @@ class WebhookWorker:
         """Back through a delay tier after finding the endpoint busy: a longer one each time it is found busy
         again (backoff.BUSY_STEPS), counted on the message."""
         times = _times_busy(message) + 1
-        await self._wait_out(message, busy_wait(self.resources.topology.webhook_tiers, times), times)
+        await self._wait_out(message, busy_wait(self.tiers, times), times)
 
     async def _wait_out(self, message: Message, tier: Tier, busy: int | None = None) -> None:
         self.waited += 1
@@ -214,8 +218,8 @@ class WebhookWorker:
             return DeadLetter(DeadReason.GONE)
         now = utcnow()
         retry_after = parse_retry_after(attempt.retry_after, now) if attempt.status_code in (429, 503) else None
-        delays, tiers = self.resources.settings.webhook_retry_delays, self.resources.topology.webhook_tiers
-        return delivery_plan(delivery["budget_used"] + 1, delays, tiers, now, retry_after)
+        delays = self.resources.settings.webhook_retry_delays
+        return delivery_plan(delivery["budget_used"] + 1, delays, self.tiers, now, retry_after)
 
     async def _attempt(self, delivery: DeliveryRow, secrets: list[str]) -> Attempt:
         settings = self.resources.settings
