@@ -172,7 +172,7 @@ async def test_one_submit_asks_its_limit_and_its_circuit_in_one_redis_round_trip
         flush = redis.commit.flush
 
         async def noted(commands: list[Any]) -> list[Any]:
-            flushes.append([c.args[1] for c in commands if c.args[0] == "EVALSHA"])
+            flushes.append([c.merged.script.sha if c.merged else c.args[1] for c in commands if c.script or c.merged])
             return await flush(commands)
 
         redis.commit.flush = noted
@@ -184,5 +184,5 @@ async def test_one_submit_asks_its_limit_and_its_circuit_in_one_redis_round_trip
         finally:
             redis.commit.flush = flush
         assert over.status_code == 429
-        both = [f for f in flushes if SLIDE_SCRIPT.sha in f and CHECK_SCRIPT.sha in f]
+        both = [f for f in flushes if SLIDE_SCRIPT.script.sha in f and CHECK_SCRIPT.sha in f]
         assert len(both) == 2, flushes

@@ -10,7 +10,8 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from app.core.redis_batch import RedisBatch, Script
+from app.core.redis_batch import Merged, RedisBatch, Script
+from app.services.rate_limit import SLIDE_SCRIPT
 from tests.conftest import NS
 from tests.support import free_port
 
@@ -43,6 +44,41 @@ async def test_reads_with_one_share_key_run_once_and_every_caller_gets_the_answe
     answers = await asyncio.gather(*shared, *alone)
     assert answers == [b"shared"] * 13
     assert await redis.get(runs) == b"4"  # the ten shared callers once, the three others each
+
+
+# Appends each call's argument to its key's list and answers the list's length and the argument back.
+APPENDING = Merged(
+    Script(
+        "local out = {} for i, k in ipairs(KEYS) do out[#out + 1] = redis.call('rpush', k, ARGV[i]) "
+        "out[#out + 1] = ARGV[i] end return out"
+    ),
+    arity=1,
+    answers=2,
+)
+
+
+async def test_calls_of_a_merged_script_in_one_pipeline_go_as_one_command_in_order(redis: Redis) -> None:
+    batch = RedisBatch(redis)
+    lists = [key("one"), key("two")]
+    calls = [batch.run_merged(APPENDING, lists[i % 2], [f"v{i}"]) for i in range(7)]
+    before = batch.sent
+    answers = await asyncio.gather(*calls, batch.call("GET", key("absent")))
+    assert answers == [[i // 2 + 1, f"v{i}".encode()] for i in range(7)] + [None]
+    assert batch.sent - before == 2  # the seven calls as one command, and the GET
+    assert await redis.lrange(lists[0], 0, -1) == [b"v0", b"v2", b"v4", b"v6"]
+
+
+async def test_requests_judged_together_by_the_rate_limit_script_count_in_order(redis: Redis) -> None:
+    """Eight requests of one client in one pipeline, a limit of five jobs a minute: the first five are let
+    through, the rest refused, each answered with the window as it was at its own turn."""
+    batch = RedisBatch(redis)
+    window, now = key("window"), 1_000_000.0
+    calls = [batch.run_merged(SLIDE_SCRIPT, window, [now, 60.0, 5, f"r{i}", 1]) for i in range(8)]
+    answers = await asyncio.gather(*calls)
+    assert [(allowed, count) for allowed, count, _ in answers] == [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5)] + [
+        (0, 5)
+    ] * 3
+    assert await redis.zcard(window) == 5
 
 
 async def test_a_script_redis_does_not_know_is_loaded_and_run(redis: Redis) -> None:

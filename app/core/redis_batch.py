@@ -4,7 +4,9 @@ pipeline, one write and one read, instead of one round trip each.
 A caller sends one command (or one Lua script, by its hash) and awaits its own answer. Commands that are
 waiting while a pipeline is in flight go together in the next one. A caller may name a `share` key: commands
 with the same key in one pipeline are sent once and every such caller gets that answer. Only reads share, and
-only within one pipeline, so every answer was computed after its caller asked. A script Redis does not know
+only within one pipeline, so every answer was computed after its caller asked. Calls of a `Merged` script in one
+pipeline go as one command that takes all their keys and arguments, in the order they were made, and each caller
+gets its own part of the answer. A script Redis does not know
 (after a restart or SCRIPT FLUSH) is loaded and its commands sent again. An error Redis answers for one command
 fails only its caller; a lost connection fails every caller of the pipeline with the RedisError redis-py raises.
 """
@@ -36,10 +38,21 @@ class Script:
 
 
 @dataclass(frozen=True)
+class Merged:
+    """A Lua script that serves many calls at once: each call brings one key and `arity` arguments (KEYS[i],
+    ARGV[(i-1)*arity+1 .. i*arity]) and gets `answers` values of the flat list the script returns, in order."""
+
+    script: Script
+    arity: int
+    answers: int
+
+
+@dataclass(frozen=True)
 class Command:
     args: tuple[Any, ...]
     share: Hashable | None = None
     script: Script | None = None
+    merged: Merged | None = None  # then `args` is (key, *its arity arguments)
 
 
 def _connection_lost(exc: BaseException) -> bool:
@@ -52,6 +65,7 @@ class RedisBatch:
 
     def __init__(self, redis: Redis, name: str = "redis") -> None:
         self.redis = redis
+        self.sent = 0  # commands sent to Redis, merged ones counted once
         self.commit: GroupCommit[Command, Any] = GroupCommit(name, self._flush, MAX_PIPELINE, _connection_lost)
 
     async def call(self, *args: Any, share: Hashable | None = None) -> Any:
@@ -64,6 +78,15 @@ class RedisBatch:
         """Run a Lua script with its keys and arguments (EVALSHA); its answer, or the error it raised."""
         return answer(await self.commit.run(evalsha(script, keys, args, share)))
 
+    async def run_merged(self, merged: Merged, key: Any, args: Sequence[Any]) -> list[Any]:
+        """One call of a merged script: its part of the answer of the command that served every such call of
+        the pipeline, or the error that command raised."""
+        if len(args) != merged.arity:
+            raise ValueError(f"a call of this script takes {merged.arity} arguments, not {len(args)}")
+        outcome = answer(await self.commit.run(Command((key, *args), merged=merged)))
+        assert isinstance(outcome, list)
+        return outcome
+
     async def close(self) -> None:
         await self.commit.close()
 
@@ -71,17 +94,37 @@ class RedisBatch:
         sent: dict[Hashable, int] = {}  # share key -> index in `unique`
         unique: list[Command] = []
         slots: list[int] = []
-        for command in commands:
-            if command.share is None:
+        calls: dict[Merged, list[int]] = {}  # merged script -> the commands calling it, in order
+        for index, command in enumerate(commands):
+            if command.merged is not None:
+                calls.setdefault(command.merged, []).append(index)
+                slots.append(-1)
+            elif command.share is None:
                 slots.append(len(unique))
                 unique.append(command)
-                continue
-            if command.share not in sent:
-                sent[command.share] = len(unique)
-                unique.append(command)
-            slots.append(sent[command.share])
+            else:
+                if command.share not in sent:
+                    sent[command.share] = len(unique)
+                    unique.append(command)
+                slots.append(sent[command.share])
+        first_merged = len(unique)
+        unique += [_merge(merged, [commands[i] for i in indexes]) for merged, indexes in calls.items()]
+        self.sent += len(unique)
         answers = await pipelined(self.redis, unique)
-        return [answers[slot] for slot in slots]
+        outcomes = [answers[slot] if slot >= 0 else None for slot in slots]
+        for (merged, indexes), whole in zip(calls.items(), answers[first_merged:], strict=True):
+            for n, i in enumerate(indexes):
+                outcomes[i] = (
+                    whole if isinstance(whole, Exception) else whole[n * merged.answers : (n + 1) * merged.answers]
+                )
+        return outcomes
+
+
+def _merge(merged: Merged, commands: list[Command]) -> Command:
+    """The one command that serves these calls of a merged script: every key, then every call's arguments."""
+    keys = [command.args[0] for command in commands]
+    args = [arg for command in commands for arg in command.args[1:]]
+    return evalsha(merged.script, keys, args)
 
 
 def evalsha(script: Script, keys: Sequence[Any], args: Sequence[Any], share: Hashable | None = None) -> Command:

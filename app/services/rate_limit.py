@@ -9,32 +9,42 @@ from loguru import logger
 from redis.exceptions import RedisError
 
 from app.core.names import Names
-from app.core.redis_batch import RedisBatch, Script
+from app.core.redis_batch import Merged, RedisBatch, Script
 
 WINDOW_SECONDS = 60.0
 
-# KEYS: the client's window (a sorted set, one member per job). ARGV: now, window, limit, member prefix, jobs.
-# All the jobs are counted or none. Returns {allowed (1/0), jobs in the window after this request, seconds until
-# enough of them have left the window for a request of this size to fit (until the oldest leaves, once allowed)}.
+# One call per request: KEYS[i] the client's window (a sorted set, one member per job); ARGV, five per call: now,
+# window, limit, member prefix, jobs. Calls are judged in order, and each counts all its jobs or none. Returns,
+# three per call: allowed (1/0), jobs in the window after it, seconds until enough of them have left the window
+# for a request of this size to fit (until the oldest leaves, once allowed). The requests arriving together share
+# one script run (a `Merged` script of the Redis pipeline), whoever their clients are.
 SLIDE = """
-local now, window, limit, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
-redis.call('zremrangebyscore', KEYS[1], '-inf', now - window)
-local count = redis.call('zcard', KEYS[1])
-local allowed = 0
-if count + n <= limit then
-  for i = 1, n do redis.call('zadd', KEYS[1], now, ARGV[4] .. ':' .. i) end
-  count = count + n
-  allowed = 1
+local out = {}
+for i, key in ipairs(KEYS) do
+  local at = (i - 1) * 5
+  local now, window, limit = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local prefix, n = ARGV[at + 4], tonumber(ARGV[at + 5])
+  redis.call('zremrangebyscore', key, '-inf', now - window)
+  local count = redis.call('zcard', key)
+  local allowed = 0
+  if count + n <= limit then
+    for j = 1, n do redis.call('zadd', key, now, prefix .. ':' .. j) end
+    count = count + n
+    allowed = 1
+  end
+  redis.call('expire', key, math.ceil(window) + 1)
+  local leave = 1
+  if allowed == 0 then leave = count + n - limit end
+  local reset = window
+  local nth = redis.call('zrange', key, leave - 1, leave - 1, 'WITHSCORES')
+  if nth[2] then reset = tonumber(nth[2]) + window - now end
+  out[#out + 1] = allowed
+  out[#out + 1] = count
+  out[#out + 1] = tostring(reset)
 end
-redis.call('expire', KEYS[1], math.ceil(window) + 1)
-local leave = 1
-if allowed == 0 then leave = count + n - limit end
-local reset = window
-local nth = redis.call('zrange', KEYS[1], leave - 1, leave - 1, 'WITHSCORES')
-if nth[2] then reset = tonumber(nth[2]) + window - now end
-return {allowed, count, tostring(reset)}
+return out
 """
-SLIDE_SCRIPT = Script(SLIDE)
+SLIDE_SCRIPT = Merged(Script(SLIDE), arity=5, answers=3)
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ class RateLimiter:
         try:
             key = self.names.rate_limit_key(client_id)
             args = [time.time(), WINDOW_SECONDS, self.per_minute, uuid.uuid4().hex, jobs]
-            allowed, count, reset = await self.redis.run_script(SLIDE_SCRIPT, [key], args)
+            allowed, count, reset = await self.redis.run_merged(SLIDE_SCRIPT, key, args)
         except (RedisError, OSError) as exc:
             if time.monotonic() - self._warned_at > 10:  # one warning per 10 s, not one per request
                 self._warned_at = time.monotonic()
