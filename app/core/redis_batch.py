@@ -5,8 +5,8 @@ A caller sends one command (or one Lua script, by its hash) and awaits its own a
 waiting while a pipeline is in flight go together in the next one. A caller may name a `share` key: commands
 with the same key in one pipeline are sent once and every such caller gets that answer. Only reads share, and
 only within one pipeline, so every answer was computed after its caller asked. Calls of a `Merged` script in one
-pipeline go as one command that takes all their keys and arguments, in the order they were made, and each caller
-gets its own part of the answer. A script Redis does not know
+pipeline go as one command, after the pipeline's other commands, that takes all their keys and arguments in the
+order the calls were made; each caller gets its own part of the answer. A script Redis does not know
 (after a restart or SCRIPT FLUSH) is loaded and its commands sent again. An error Redis answers for one command
 fails only its caller; a lost connection fails every caller of the pipeline with the RedisError redis-py raises.
 """
