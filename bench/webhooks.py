@@ -179,8 +179,9 @@ async def _delivery_drain(h: Harness, run: Hooks, jobs: int, number: int) -> Dra
         return await h.db.unconfirmed("succeeded") == 0
 
     await until(events_waiting, 60, "job.succeeded events in the webhook events queue")
-    # Held aside while the worker starts: it attaches its consumers one by one and would begin the drain before
-    # the meter does (with 64 consumers, a whole 1,000-delivery drain fit in that time on a fast day).
+    # Held aside while the worker starts: it connects and attaches its consumers before the meter sees it ready,
+    # and would begin the drain meanwhile (with 64 consumers attached one by one, a whole 1,000-delivery drain
+    # once fit in that time on a fast day).
     events = h.env.settings_topology().names.webhook_events_queue
     held = f"{events}.bench-held"
     h.env.extra_queues.add(held)

@@ -195,18 +195,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture
-async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
-    """A job worker in this process, consuming every lane of the test namespace, with the background workers
-    (outbox relay, overdue republisher, retention, DLQ janitor) a worker process runs."""
+@contextlib.asynccontextmanager
+async def running_job_worker(settings: Settings, background: bool = True) -> AsyncIterator[JobWorker]:
+    """A job worker in this process, consuming every lane of the test namespace, once all its consumers are;
+    `background`: with the background workers (outbox relay, overdue republisher, retention, DLQ janitor) a
+    worker process runs."""
     async with Runtime.opened(settings, role="test-worker", grace=5) as runtime:
-        job_worker = add_worker_process(runtime, JobWorker, observed=False)
+        job_worker = add_worker_process(runtime, JobWorker, background=background, observed=False)
         await runtime.start()
 
         async def running() -> bool:
             return job_worker.state == WorkerState.RUNNING
 
         await wait_for(running, within=15)
+        yield job_worker
+
+
+@pytest.fixture
+async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
+    """A job worker in this process with the background workers a worker process runs (`running_job_worker`)."""
+    async with running_job_worker(settings) as job_worker:
         yield job_worker
 
 

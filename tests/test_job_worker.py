@@ -12,14 +12,12 @@ from app.core.broker import Broker, Outgoing
 from app.core.config import Settings
 from app.core.messages import JobMessage, events_of, job_outgoing
 from app.core.names import Lane
-from app.core.statuses import WorkerState
 from app.core.topology import QueueSpec, build_topology
 from app.main import create_app
 from app.models.tables import JOBS, OUTBOX
-from app.runtime import Runtime, add_worker_process
 from app.workers import consumers
 from app.workers.job_worker import JobWorker
-from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings
+from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings, running_job_worker
 from tests.support import Api, BrokerProbe, api_with, trail, until_status, wait_for
 
 
@@ -306,14 +304,7 @@ async def test_a_starting_worker_attaches_its_consumers_together(
             attaching -= 1
 
     monkeypatch.setattr(consumers.ConsumerGroup, "_consume", counted)
-    async with Runtime.opened(settings, role="test-worker", grace=5) as runtime:
-        worker = add_worker_process(runtime, JobWorker, background=False, observed=False)
-        await runtime.start()
-
-        async def running() -> bool:
-            return worker.state == WorkerState.RUNNING
-
-        await wait_for(running, within=15)
+    async with running_job_worker(settings, background=False) as worker:
         planned = settings.job_consumers_critical + settings.job_consumers_default + settings.job_consumers_bulk
         assert most == planned == 10
         assert len(worker.group.consumers) == planned
