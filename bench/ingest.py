@@ -149,8 +149,8 @@ async def _ingest_level(
     async with h.metered(f"ingest at {clients} clients ({role})", {role: server.proc}) as cores, profile:
         result = await h.loadgen(server.jobs_url, key, concurrency=clients, requests=requests, warmup=warmup, name=name)
     if result["per_s"]:
-        per_job = cores[role] * 1_000_000 / result["per_s"]
-        h.notes.append(f"{role} CPU per accepted submit at {clients} clients: {per_job:.0f} µs.")
+        micros = cores[role] * 1_000_000 / result["per_s"]
+        h.notes.append(f"{role} CPU per accepted submit at {clients} clients: {micros:.0f} µs.")
     return result
 
 
