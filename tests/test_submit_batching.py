@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.group_commit import GroupCommit
 from app.models.tables import JOBS
-from app.services.submit import Draft, plan
+from app.schemas.job import JOB_REQUEST
+from app.services.submit import Draft, new_drafts, plan
 from tests.support import Api, make_job, trail, until_status, wait_for
 
 
@@ -177,3 +178,28 @@ def test_the_plan_of_a_flush_gives_each_key_to_its_first_request() -> None:
     assert [f.inserted for f in filed] == [[first], [], [], [elsewhere], [keyless]]
     assert filed[1].repeats == {0: first.job}
     assert filed[2].conflict is other and filed[2].inserted == []
+
+
+async def test_a_request_that_leaves_while_its_flush_publishes_leaves_the_others_their_answer(api: Api) -> None:
+    """Requests of one flush wait for the same publish; one that goes away (its client hung up) takes only its own
+    wait with it: the publish goes on, and the others get its confirms."""
+    state = api.app.state.api
+    submitter = state.jobs.submitter
+
+    def echo(n: int) -> dict[str, Any]:
+        return {"job_type": "echo", "payload": {"n": n}}
+
+    drafts = [
+        new_drafts(state.resources.names, "leaving-client", [JOB_REQUEST.validate_python(echo(n))], None)
+        for n in range(3)
+    ]
+    filed = await asyncio.gather(*(submitter.file(one) for one in drafts))
+    waits = [asyncio.create_task(one.published()) for one in filed]
+    await asyncio.sleep(0)  # every request waiting
+    assert not any(wait.done() for wait in waits)
+    waits[0].cancel()
+    answers = await asyncio.gather(*waits, return_exceptions=True)
+    assert isinstance(answers[0], asyncio.CancelledError)
+    for one, answer in zip(filed[1:], answers[1:], strict=True):
+        assert isinstance(answer, dict)
+        assert answer[one.inserted[0].job["id"]] is True  # confirmed by the broker

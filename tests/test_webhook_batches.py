@@ -313,6 +313,36 @@ async def test_a_success_hands_its_slot_to_the_first_delivery_waiting_and_names_
     assert not slots.full("fast")
 
 
+async def test_a_slot_handed_over_reaches_its_waiting_delivery_in_the_next_turn_of_the_loop() -> None:
+    """The handover is on a busy endpoint's slot cycle: every turn of the loop it waits is a turn the slot sends
+    nothing."""
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    assert await slots.take("fast", "a")
+    waiting = asyncio.create_task(slots.take("fast", "b"))
+    await asyncio.sleep(0)
+    assert slots.give("fast", FAST, succeeded="a") == "b"
+    await asyncio.sleep(0)  # one turn: the waiter runs before this task does again
+    assert waiting.done() and waiting.result() == Slot(heir_of="a")
+    slots.give("fast", FAST)
+    assert not slots.full("fast")
+
+
+async def test_a_delivery_cancelled_as_a_slot_is_handed_to_it_passes_the_slot_on() -> None:
+    slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
+    assert await slots.take("fast", "a")
+    leaving = asyncio.create_task(slots.take("fast", "b"))
+    staying = asyncio.create_task(slots.take("fast", "c"))
+    await asyncio.sleep(0)
+    assert slots.give("fast", FAST) is None  # to b, whose task is cancelled before it runs again
+    leaving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await leaving
+    assert await staying == Slot()  # b passed its slot on: c has it, still one in flight
+    assert slots.full("fast")
+    slots.give("fast", FAST)
+    assert not slots.full("fast")
+
+
 async def test_a_delivery_that_gave_up_waiting_is_not_handed_a_slot() -> None:
     slots = await taught(EndpointSlots(per_endpoint=1), "fast", FAST)
     assert await slots.take("fast", "a")

@@ -35,14 +35,22 @@ class _Endpoint:
     busy: int = 0
     mean_seconds: float = 0.0
     # deliveries waiting for a slot, first come first served; a slot freed goes straight to the first of them
-    queue: "deque[tuple[str, asyncio.Future[Slot]]]" = field(default_factory=deque)
+    queue: "deque[tuple[str, asyncio.Future[Slot | None]]]" = field(default_factory=deque)
 
-    def waiter(self) -> "tuple[str, asyncio.Future[Slot]] | None":
+    def waiter(self) -> "tuple[str, asyncio.Future[Slot | None]] | None":
         while self.queue:
             delivery_id, future = self.queue.popleft()
             if not future.done():  # a waiter that gave up is skipped
                 return delivery_id, future
         return None
+
+
+@dataclass
+class _Waiting:
+    """One delivery's wait for a slot: its future gets the slot, or None once the wait runs out."""
+
+    future: "asyncio.Future[Slot | None]"
+    timer: asyncio.TimerHandle | None = None
 
 
 @dataclass
@@ -77,34 +85,35 @@ class EndpointSlots:
         bound = self.wait_bound(key)
         if bound <= 0:
             return None
-        future: asyncio.Future[Slot] = asyncio.get_running_loop().create_future()
-        endpoint.queue.append((delivery_id, future))
+        # Awaited bare, with a timer that answers None when the wait runs out: a slot handed over wakes the waiter
+        # in the next turn of the loop (a shielded wait inside asyncio.timeout took two).
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(loop.create_future())
+        waiting.timer = loop.call_later(bound, self._wait_ran_out, key, waiting, bound)
+        endpoint.queue.append((delivery_id, waiting.future))
         try:
-            slot = await self._wait(future, bound)
-            if slot is None and (more := self.wait_bound(key) - bound) > 0:
-                # It began waiting before the endpoint's speed was known, and the endpoint has shown itself
-                # fast since: wait as long as for a fast endpoint (a burst at start-up is not sent to a tier).
-                slot = await self._wait(future, more)
-            if slot is None:
-                future.cancel()
-            return slot
+            return await waiting.future
         except asyncio.CancelledError:
             # Handed over as we were cancelled (shutting down): pass the local slot on. A shared slot handed with
             # it stays taken in Redis until its lease runs out.
-            if future.done():
+            if waiting.future.done() and not waiting.future.cancelled() and waiting.future.result() is not None:
                 self.give(key, None)
-            else:
-                future.cancel()
             raise
+        finally:
+            if waiting.timer is not None:
+                waiting.timer.cancel()
 
-    @staticmethod
-    async def _wait(future: "asyncio.Future[Slot]", seconds: float) -> Slot | None:
-        """The slot handed to this waiter within `seconds`, or None."""
-        try:
-            async with asyncio.timeout(seconds):
-                return await asyncio.shield(future)
-        except TimeoutError:
-            return future.result() if future.done() else None  # handed over as the wait ran out: still ours
+    def _wait_ran_out(self, key: str, waiting: "_Waiting", waited: float) -> None:
+        if waiting.future.done():
+            return
+        more = self.wait_bound(key) - waited
+        if more > 0:
+            # It began waiting before the endpoint's speed was known, and the endpoint has shown itself fast
+            # since: wait as long as for a fast endpoint (a burst at start-up is not sent to a tier).
+            loop = asyncio.get_running_loop()
+            waiting.timer = loop.call_later(more, self._wait_ran_out, key, waiting, waited + more)
+        else:
+            waiting.future.set_result(None)  # done: the slot freed next goes to the one behind it
 
     def give(self, key: str, seconds: float | None, succeeded: str | None = None) -> str | None:
         """Free a slot; `seconds` is how long it was held for the attempt (None when nothing was sent). A waiting
