@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from app.core.group_commit import GroupCommit, GroupCommitClosed
+from app.core.group_commit import GATHER_TURNS, GroupCommit, GroupCommitClosed
 from tests.support import wait_for
 
 
@@ -39,6 +39,30 @@ async def test_a_lone_item_is_flushed_at_once_and_gets_its_own_outcome() -> None
     batcher = GroupCommit("t", recorder.flush)
     assert await asyncio.wait_for(batcher.run(7), timeout=1) == 70
     assert recorder.batches == [[7]]
+
+
+async def test_callers_woken_one_by_another_join_the_first_callers_batch() -> None:
+    """A caller woken by I/O often wakes another before that one adds its item (a future handed on, a second
+    answer read): the batch waits that many turns of the loop, and no fixed time, before it flushes."""
+    recorder = Recorder()
+    batcher = GroupCommit("t", recorder.flush)
+    loop = asyncio.get_running_loop()
+    handed = [loop.create_future() for _ in range(GATHER_TURNS)]
+
+    async def caller(n: int) -> int:
+        if n > 0:
+            await handed[n - 1]  # woken by the caller before it
+        else:
+            await asyncio.sleep(0)  # the others are waiting by now
+        outcome = batcher.submit(n)
+        if n < GATHER_TURNS:
+            handed[n].set_result(None)  # wakes the next one, which adds its item a turn later
+        return await outcome
+
+    assert await asyncio.gather(*(caller(n) for n in range(GATHER_TURNS + 1))) == [
+        n * 10 for n in range(GATHER_TURNS + 1)
+    ]
+    assert recorder.batches == [list(range(GATHER_TURNS + 1))]
 
 
 async def test_items_that_arrive_during_a_flush_share_the_next_one() -> None:
