@@ -185,14 +185,8 @@ async def test_a_request_that_leaves_while_its_flush_publishes_leaves_the_others
     wait with it: the publish goes on, and the others get its confirms."""
     state = api.app.state.api
     submitter = state.jobs.submitter
-
-    def echo(n: int) -> dict[str, Any]:
-        return {"job_type": "echo", "payload": {"n": n}}
-
-    drafts = [
-        new_drafts(state.resources.names, "leaving-client", [JOB_REQUEST.validate_python(echo(n))], None)
-        for n in range(3)
-    ]
+    requests = [JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"n": n}}) for n in range(3)]
+    drafts = [new_drafts(state.resources.names, "leaving-client", [request], None) for request in requests]
     filed = await asyncio.gather(*(submitter.file(one) for one in drafts))
     waits = [asyncio.create_task(one.published()) for one in filed]
     await asyncio.sleep(0)  # every request waiting
