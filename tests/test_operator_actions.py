@@ -13,7 +13,7 @@ from starlette.responses import Response
 from app.models.tables import DELIVERIES
 from app.workers.job_worker import JobWorker
 from tests.conftest import make_settings, running_webhook_worker
-from tests.receiver import Receiver
+from tests.receiver import Receiver, serving
 from tests.support import Api, until_status, wait_for
 
 # A long cooldown and long retries: without the operator's action nothing would be sent again within the test.
@@ -117,6 +117,50 @@ async def test_recover_goes_out_through_an_open_circuit(
         assert (answer.status_code, answer.json()["recovered"]) == (202, 1), answer.text
         await delivered(receiver, "/op-recover", 3)
         await circuit_closed(redis, breaker)
+
+
+async def test_a_recover_of_many_deliveries_keeps_to_the_endpoints_in_flight_cap(
+    api: Api, worker: JobWorker, redis: Redis
+) -> None:
+    """The operator's deliveries go through the open circuit, but no more of them at once than the endpoint's cap:
+    a recover must not flood an endpoint that has just come back."""
+    jobs, cap = 8, 2
+    settings = {
+        **SETTINGS,
+        "webhook_breaker_failures": 100,
+        "webhook_retry_schedule": "0.2",
+        "webhook_max_in_flight_per_endpoint": cap,
+        "webhook_consumers": jobs,  # a consumer for each delivery: the cap alone holds them back
+    }
+    async with serving() as server, running_webhook_worker(make_settings(**settings)):
+        receiver = server.receiver
+        receiver.answer = lambda _: Response(status_code=500)
+        headers = await api.new_client("op-recover-cap")
+        body = {"url": server.url("/op-recover-cap"), "events": ["job.succeeded"]}
+        endpoint = (await api.client.post("/api/v1/webhooks", json=body, headers=headers)).json()
+        submitted = [(await api.submit(headers)).json()["id"] for _ in range(jobs)]
+
+        async def statuses() -> list[list[str]]:
+            return [[d["status"] for d in await logs(api, headers, job)] for job in submitted]
+
+        async def all_failed() -> bool:
+            return await statuses() == [["failed"]] * jobs
+
+        await wait_for(all_failed, within=30)
+        breaker = f"{make_settings().namespace}:webhook:breaker:{endpoint['id']}"
+        await redis.hset(breaker, mapping={"opened_at": time.time(), "failures": 100})  # and its circuit open
+        receiver.answer, receiver.delay = None, 0.2  # healed, and slow enough for attempts to overlap
+        server.most_in_flight = 0
+        recover = f"/api/v1/webhooks/{endpoint['id']}/recover"
+        answer = await api.client.post(recover, json={"since": "2000-01-01T00:00:00+00:00"}, headers=headers)
+        assert (answer.status_code, answer.json()["recovered"]) == (202, jobs), answer.text
+        await delivered(receiver, "/op-recover-cap", 3 * jobs)  # two failed attempts each, then the operator's
+        assert server.most_in_flight == cap
+
+        async def all_succeeded() -> bool:  # each recorded once its receiver has answered
+            return await statuses() == [["succeeded"]] * jobs
+
+        await wait_for(all_succeeded, within=10)
 
 
 async def test_re_enabling_an_endpoint_sends_its_pending_deliveries_at_once(

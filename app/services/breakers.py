@@ -98,7 +98,8 @@ local function take_slot(inflight, member, cap)
   return true
 end
 
--- An operator's attempt always goes, takes no slot, and is the probe of a circuit that is not closed.
+-- An operator's attempt always goes, takes no shared slot (only its worker's own), and is the probe of a circuit
+-- that is not closed.
 local function admit(breaker, probe, inflight, member, operator, cap)
   local state, left = look(breaker)
   if operator == '1' then

@@ -129,8 +129,8 @@ class WebhookWorker:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
-        if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
-            await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
+        if key is not None and self.slots.full(key) and not self.slots.wait_bound(key):
+            await self._wait_busy(message, operator)  # a slow endpoint with every slot here busy: no database work
             return
         match await self.batches.claim(delivery_id):
             case Drop(why):
@@ -151,22 +151,24 @@ class WebhookWorker:
     async def _send(self, message: Message, send: Send, operator: bool) -> None:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
         or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
-        given back and its retry budget untouched. An operator's action takes no slot: it is the probe.
+        given back and its retry budget untouched. An operator's action takes a slot here too (the endpoint's cap
+        holds for a recover of many deliveries), but asks no shared one: it goes through the circuit as its probe.
 
         A slot freed by a success goes straight to the next delivery waiting for it here, shared slot and all:
         the success closed the circuit, so that delivery is sent without asking, and the success's result,
-        sent to Redis in the same round trip as before, hands its slot over (rule 11's cap holds)."""
+        sent to Redis in the same round trip as before, hands its slot over (rule 11's cap holds). An operator's
+        success hands over only the slot here: it may not have been the probe, so its heir still asks."""
         delivery = send.delivery
         key = breaker_key(delivery)
-        slot = None if operator else await self.slots.take(key, delivery["id"])
-        if not operator and slot is None:
+        slot = await self.slots.take(key, delivery["id"])
+        if slot is None:
             await self.batches.give_back(delivery)
-            await self._wait_busy(message)
+            await self._wait_busy(message, operator)
             return
         held = time.perf_counter()
         attempt: Attempt | None = None
         try:
-            admission = SEND if slot is not None and slot.heir_of else await self.batches.admit(delivery, operator)
+            admission = SEND if slot.heir_of else await self.batches.admit(delivery, operator)
             if admission.gate is Gate.BUSY:
                 await self._wait_busy(message)
                 return
@@ -179,13 +181,12 @@ class WebhookWorker:
                 await self.batches.release(delivery)
                 raise
         finally:
-            if slot is not None and attempt is None:
+            if attempt is None:
                 self.slots.give(key, None)
         # In line before the next admission to this endpoint, so the slot is given at once: the shared slot it
         # frees is free by the time that admission is judged.
-        heir = None
-        if slot is not None:
-            heir = self.slots.give(key, time.perf_counter() - held, delivery["id"] if attempt.ok else None)
+        succeeded = delivery["id"] if attempt.ok and not operator else None
+        heir = self.slots.give(key, time.perf_counter() - held, succeeded)
         done = self.batches.done(delivery, attempt.ok, heir)
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
@@ -202,15 +203,15 @@ class WebhookWorker:
         else:
             await message.ack()
 
-    async def _wait_busy(self, message: Message) -> None:
+    async def _wait_busy(self, message: Message, operator: bool = False) -> None:
         """Back through a delay tier after finding the endpoint busy: a longer one each time it is found busy
-        again (backoff.BUSY_STEPS), counted on the message."""
+        again (backoff.BUSY_STEPS), counted on the message. An operator's stays the operator's."""
         times = _times_busy(message) + 1
-        await self._wait_out(message, busy_wait(self.tiers, times), times)
+        await self._wait_out(message, busy_wait(self.tiers, times), times, operator)
 
-    async def _wait_out(self, message: Message, tier: Tier, busy: int | None = None) -> None:
+    async def _wait_out(self, message: Message, tier: Tier, busy: int | None = None, operator: bool = False) -> None:
         self.waited += 1
-        await self._to_tier(message, tier, None, busy=busy)
+        await self._to_tier(message, tier, None, keep_operator=operator, busy=busy)
         await message.ack()
 
     def _plan(self, delivery: DeliveryRow, attempt: Attempt) -> Retry | DeadLetter:
