@@ -18,10 +18,9 @@ from app.core.broker import Broker, Outgoing, PublishError
 from app.core.config import Settings
 from app.core.names import Lane
 from app.core.resources import Resources
-from app.core.statuses import JobStatus
+from app.core.statuses import DeliveryStatus, JobStatus
 from app.core.topology import QUORUM_DELIVERY_LIMIT, build_topology
 from app.models.tables import DELIVERIES, JOB_EVENTS, JOBS
-from app.services.deliveries import DeliveryStatus
 from app.services.janitor import DlqJanitor
 from app.workers.job_worker import JobWorker
 from bench.cluster import RABBITMQ_BIN, Cluster, Node

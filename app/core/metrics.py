@@ -102,7 +102,6 @@ HTTP_DURATION = Histogram(
 )
 
 BREAKER_VALUES = {"closed": 0, "open": 1, "half_open": 2}
-SUCCEEDED, RETRYING, FAILED = "succeeded", "retrying", "failed"  # webhook_deliveries_total's outcomes
 
 M = TypeVar("M", Counter, Gauge, Histogram)
 

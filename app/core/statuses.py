@@ -44,6 +44,22 @@ def sources_of(target: JobStatus) -> list[JobStatus]:
     return [source for source, targets in TRANSITIONS.items() if target in targets]
 
 
+class DeliveryStatus(StrEnum):
+    """A webhook delivery's status."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class DeliveryOutcome(StrEnum):
+    """What came of one delivery attempt, in its job's audit trail and in webhook_deliveries_total."""
+
+    SUCCEEDED = "succeeded"
+    RETRYING = "retrying"  # failed, and another attempt is due
+    FAILED = "failed"  # failed for good
+
+
 class TrailEvent(StrEnum):
     """Audit-trail entries that are not a status change (those are named after the new status)."""
 

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
+from app.core.statuses import DeliveryStatus
 from app.models import pg_batch
 from app.models.rows import DeliveryRow
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
@@ -21,12 +22,6 @@ from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row
 
 CALLBACK = "callback"
-
-
-class DeliveryStatus:
-    PENDING = "pending"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
 
 
 @dataclass(frozen=True)

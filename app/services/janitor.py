@@ -14,9 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
-from app.core.statuses import TERMINAL, JobStatus
+from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus
 from app.models.tables import DELIVERIES, JOBS
-from app.services.deliveries import DeliveryStatus
 
 MAX_PER_SWEEP = 1000
 # The reason a quorum queue gives when it dead-letters a message returned more often than its x-delivery-limit.

@@ -10,11 +10,10 @@ from sqlalchemy import ColumnElement, Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.resources import Resources
-from app.core.statuses import TERMINAL
+from app.core.statuses import TERMINAL, DeliveryStatus
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.services.artifacts import ArtifactStore, artifact_store
-from app.services.deliveries import DeliveryStatus
 
 
 @dataclass

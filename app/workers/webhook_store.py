@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
-from app.core.statuses import TrailEvent
+from app.core.statuses import DeliveryOutcome, DeliveryStatus, TrailEvent
 from app.models import pg_batch
 from app.models.rows import DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
 from app.models.setwise import per_row, per_row_of
@@ -19,7 +19,6 @@ from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
 from app.services.breakers import EndpointResult, judge_endpoints
-from app.services.deliveries import DeliveryStatus
 from app.services.outbox import Pending
 from app.services.transitions import Row, audit_many
 from app.services.webhooks import client_secret
@@ -201,7 +200,7 @@ class WebhookStore:
                 .values(status=DeliveryStatus.FAILED, lease_until=None, updated_at=now)
             )
             trail = [
-                _trail(d["job_id"], {"delivery_id": d["id"], "outcome": "failed", "error": why}, now)
+                _trail(d["job_id"], {"delivery_id": d["id"], "outcome": DeliveryOutcome.FAILED, "error": why}, now)
                 for d in claimed
                 if d["job_id"]
             ]
@@ -388,7 +387,7 @@ def _not_ours(delivery: DeliveryRow, now: datetime) -> Drop | ToDeadLetters | De
 def _detail(recording: Recording, status: str) -> Row:
     delivery, attempt = recording.delivery, recording.attempt
     number = delivery["attempt_count"] + 1
-    outcome = "retrying" if status == DeliveryStatus.PENDING else status
+    outcome = DeliveryOutcome.RETRYING if status == DeliveryStatus.PENDING else DeliveryOutcome(status)
     return {
         "delivery_id": delivery["id"],
         "webhook_id": delivery["endpoint_id"],

@@ -22,7 +22,7 @@ from app.core.safe_http import SafeClient, safe_client
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
-from app.core.statuses import WorkerKind, WorkerState
+from app.core.statuses import DeliveryOutcome, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
@@ -266,11 +266,11 @@ class WebhookWorker:
         await self.resources.broker.publish(outgoing)
 
 
-def _outcome(plan: Retry | DeadLetter | None) -> str:
+def _outcome(plan: Retry | DeadLetter | None) -> DeliveryOutcome:
     """webhook_deliveries_total's outcome of a recorded attempt."""
     if plan is None:
-        return metrics.SUCCEEDED
-    return metrics.RETRYING if isinstance(plan, Retry) else metrics.FAILED
+        return DeliveryOutcome.SUCCEEDED
+    return DeliveryOutcome.RETRYING if isinstance(plan, Retry) else DeliveryOutcome.FAILED
 
 
 def _request_id(event: dict[str, Any]) -> str | None:
