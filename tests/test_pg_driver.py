@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.database import is_unreachable
 from app.models import pg_batch
 from tests.support import make_job, wait_for
-from tests.test_pg_claim import add
+from tests.test_pg_claim import NAMES, add
+
+EVENTS = NAMES.events_exchange
 
 
 async def test_a_duplicate_job_is_an_integrity_error_with_the_drivers_error_inside(db: AsyncEngine) -> None:
@@ -35,13 +37,13 @@ async def test_a_connection_cut_under_a_statement_is_unreachable_and_not_reused(
         async with db.connect() as other:
             assert (await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": cut})).scalar_one()
         with pytest.raises(DBAPIError) as raised:
-            await pg_batch.queue_pending(conn, [job_id], now)
+            await pg_batch.queue_recorded(conn, [job_id], now, EVENTS, [])
     assert is_unreachable(raised.value)
     assert raised.value.connection_invalidated
     async with pg_batch.autocommit(db) as conn:
         assert (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one() != cut
-        moved = await pg_batch.queue_pending(conn, [job_id], now)
-    assert [(row["id"], row["status"], row["seq"]) for row in moved] == [(job_id, "queued", 1)]
+        moved = await pg_batch.queue_recorded(conn, [job_id], now, EVENTS, [])
+    assert [(one.row["id"], one.row["status"], one.row["seq"]) for one in moved] == [(job_id, "queued", 1)]
 
 
 async def test_statements_go_through_sqlalchemy_while_something_listens(db: AsyncEngine) -> None:
@@ -54,11 +56,11 @@ async def test_statements_go_through_sqlalchemy_while_something_listens(db: Asyn
     event.listen(db.sync_engine, "before_cursor_execute", listen)
     try:
         async with pg_batch.autocommit(db) as conn:
-            moved = await pg_batch.queue_pending(conn, [job_id], datetime.now(UTC))
+            moved = await pg_batch.queue_recorded(conn, [job_id], datetime.now(UTC), EVENTS, [])
     finally:
         event.remove(db.sync_engine, "before_cursor_execute", listen)
-    assert [row["id"] for row in moved] == [job_id]
-    assert seen == [pg_batch.QUEUE_PENDING]
+    assert [one.row["id"] for one in moved] == [job_id]
+    assert seen == [pg_batch.QUEUE_RECORDED]
 
 
 async def backend(conn: object) -> int:
@@ -86,9 +88,9 @@ async def test_kept_connections_are_reused_skipped_once_the_server_closed_them_a
         # A server restart closes every idle connection so: once that is seen, no statement meets it.
         async with pg_batch.autocommit(db) as conn:
             second = await backend(conn)
-            moved = await pg_batch.queue_pending(conn, [job_id], datetime.now(UTC))
+            moved = await pg_batch.queue_recorded(conn, [job_id], datetime.now(UTC), EVENTS, [])
         assert second != first
-        assert [row["id"] for row in moved] == [job_id]
+        assert [one.row["id"] for one in moved] == [job_id]
         assert db.sync_engine.pool.checkedout() == 1  # kept between uses
     finally:
         await pg_batch.release_spares(db)

@@ -278,17 +278,7 @@ async def finish_recorded(
     return moved, staged
 
 
-# pending -> queued for many jobs (as in transitions.cas_pending).
-QUEUE_PENDING = (
-    "UPDATE jobs SET status = 'queued', seq = seq + 1, updated_at = $2 "
-    "WHERE id = ANY($1::varchar[]) AND status = 'pending' RETURNING *"
-)
 JSON_COLUMNS = ("payload", "result", "error")
-
-
-async def queue_pending(conn: AsyncConnection, job_ids: list[str], now: datetime) -> list[Any]:
-    """The pending jobs among `job_ids`, now queued: their rows after the move."""
-    return [_loaded(dict(row)) for row in await _rows(conn, QUEUE_PENDING, (job_ids, now))]
 
 
 JOB_COLUMNS = (
@@ -624,7 +614,9 @@ CLAIM_RECORDED = (
     + _recorded("$3", "$4")
 )
 # pending -> queued for the jobs whose messages the broker confirmed, with their audit rows and events, and the
-# confirmed outbox rows deleted, as one statement (the API's and the relay's confirmations).
+# confirmed outbox rows deleted, as one statement (the API's and the relay's confirmations). It is the move of
+# transitions.cas_pending with what records it; CLAIM_RECORDED makes the same move, recorded the same way, for a
+# job whose message reached a worker before its confirmation: those are the two places it is written here.
 QUEUE_RECORDED = (
     "WITH moved AS (UPDATE jobs SET status = 'queued', seq = jobs.seq + 1, updated_at = $2 "
     "FROM (SELECT id FROM jobs WHERE id = ANY($1::varchar[]) AND status = 'pending' ORDER BY id FOR UPDATE) AS p "

@@ -196,9 +196,5 @@ async def cas_pending(conn: AsyncConnection, job_ids: list[str]) -> list[Move]:
     moves the job."""
     if not job_ids:
         return []
-    ids, now = sorted(set(job_ids)), utcnow()
-    if pg_batch.applies(conn):
-        rows = await pg_batch.queue_pending(conn, ids, now)
-    else:
-        rows = [r._mapping for r in await conn.execute(QUEUE_PENDING, {"ids": ids, "now": now})]
-    return [Move(JobStatus.PENDING, job_row(row), {}) for row in rows]
+    rows = await conn.execute(QUEUE_PENDING, {"ids": sorted(set(job_ids)), "now": utcnow()})
+    return [Move(JobStatus.PENDING, job_row(row._mapping), {}) for row in rows]
