@@ -47,10 +47,14 @@ async def test_the_readme_walk_through_runs_as_a_script_against_a_live_service(t
         )
         out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
-    ready, job, trail, stats, retried, replayed = [json.loads(line) for line in out.decode().splitlines()]
+    ready, job, trail, batch, stats, retried, replayed = [json.loads(line) for line in out.decode().splitlines()]
     assert ready["status"] == "ok"
     assert (job["status"], job["result"]) == ("succeeded", {"hello": "world"})
     assert (trail[0]["event"], trail[-1]["event"]) == ("created", "succeeded")
+    assert [(item["outcome"], item["job"]["payload"]) for item in batch["items"]] == [
+        ("created", {"n": 1}),
+        ("created", {"n": 2}),
+    ]
     assert stats["by_reason"]["permanent_error"] >= 1
     assert retried["id"] == replayed["id"]
     assert (replayed["status"], replayed["result"]) == ("succeeded", {"attempts": 2})

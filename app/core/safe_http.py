@@ -26,7 +26,7 @@ import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from app.core import ssrf
-from app.core.ssrf import Address, Resolver, SystemResolver
+from app.core.ssrf import Address, Resolver, TtlResolver
 
 Policy = Callable[[Address], str | None]  # why an address is refused, or None
 Dialled = Callable[[str, int], None]  # told of each address and port a socket is opened for
@@ -40,7 +40,8 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 
 @dataclass
 class DnsCache:
-    """Answers kept for their TTL clamped to [min, max] (`default_seconds` when unknown); failures are not kept."""
+    """Answers kept for their TTL clamped to [min, max] (`default_seconds` when the resolver reports none, as the
+    operating system's does, and the hosts file); failures are not kept."""
 
     resolver: Resolver
     min_seconds: float = DNS_MIN_SECONDS
@@ -188,6 +189,8 @@ class SafeClient:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+        if isinstance(self.guard.dns.resolver, TtlResolver):
+            await self.guard.dns.resolver.close()
 
     async def __aenter__(self) -> "SafeClient":
         return self
@@ -215,7 +218,7 @@ def safe_client(
     """A pooled client that checks each connection's addresses as it dials and never follows redirects: at most
     `max_connections` open, `max_per_host` per (scheme, host, port) (unbounded when None). `resolver` replaces
     the system's own; `dialled` is told of every socket opened (address, port)."""
-    dns = DnsCache(resolver or SystemResolver(), dns_min_seconds, dns_max_seconds, dns_default_seconds)
+    dns = DnsCache(resolver or TtlResolver(), dns_min_seconds, dns_max_seconds, dns_default_seconds)
     guard = Guard(dns, address_policy(allow_private) if policy is None else policy, dialled)
     tls: ssl.SSLContext | bool = verify
     if verify is True:

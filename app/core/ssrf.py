@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
+import aiodns
+
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
 DNS_TIMEOUT_SECONDS = 5.0
@@ -90,6 +92,45 @@ class SystemResolver:
         async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         return list(dict.fromkeys(str(info[4][0]) for info in infos)), None
+
+
+class TtlResolver:
+    """DNS through c-ares (aiodns), which reports each answer's TTL; the hosts file too (whose answers have none).
+    A name DNS says does not exist is not asked again elsewhere; any other failure of c-ares (no server it can
+    reach, say) falls back to the operating system's resolver, whose answer is kept for the default time."""
+
+    def __init__(self, nameservers: list[str] | None = None, fallback: Resolver | None = None) -> None:
+        self._nameservers = nameservers
+        self._fallback = fallback or SystemResolver()
+        self._dns: aiodns.DNSResolver | None = None
+
+    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
+        if self._dns is None:  # made on the first lookup, inside the running loop it belongs to
+            self._dns = aiodns.DNSResolver(self._nameservers, timeout=DNS_TIMEOUT_SECONDS, tries=1)
+        try:
+            async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
+                answer = await self._dns.getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
+        except aiodns.error.DNSError as exc:
+            if exc.args and exc.args[0] in _NOT_FOUND:
+                raise OSError(f"no address was found for {host}") from exc
+            return await self._fallback.resolve(host, port)
+        except TimeoutError:
+            return await self._fallback.resolve(host, port)
+        addresses = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))
+        ttls = [node.ttl for node in answer.nodes if node.ttl > 0]
+        return addresses, float(min(ttls)) if ttls else None
+
+    async def close(self) -> None:
+        dns, self._dns = self._dns, None
+        if dns is not None:
+            await dns.close()
+
+
+_NOT_FOUND = frozenset({aiodns.error.ARES_ENOTFOUND, aiodns.error.ARES_ENODATA})
+
+
+def _text(address: bytes | str) -> str:
+    return address.decode() if isinstance(address, bytes) else address
 
 
 def literal(host: str) -> Address | None:
