@@ -187,7 +187,14 @@ class WebhookWorker:
         # frees is free by the time that admission is judged.
         succeeded = delivery["id"] if attempt.ok and not operator else None
         heir = self.slots.give(key, time.perf_counter() - held, succeeded)
-        done = self.batches.done(delivery, attempt.ok, heir)
+        await self._record(message, send, attempt, self.batches.done(delivery, attempt.ok, heir))
+
+    async def _record(
+        self, message: Message, send: Send, attempt: Attempt, done: "asyncio.Future[Admission | None]"
+    ) -> None:
+        """Record the attempt (batched, beside `done`, its result for the endpoint's breaker), then ack, send to a
+        delay tier for its retry, or reject into the webhook DLQ."""
+        delivery = send.delivery
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
         recorded, _ = await asyncio.gather(self.batches.record(Recording(send, attempt, plan)), done)
