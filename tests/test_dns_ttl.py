@@ -15,6 +15,7 @@ import pytest
 from app.core.safe_http import DnsCache
 from app.core.ssrf import TtlResolver
 from tests.support import free_port, wait_for
+from tests.test_safe_http import Clock
 
 NAME = "hooks.ttl.example.test"
 
@@ -65,22 +66,29 @@ async def tiny_dns(answers: dict[str, tuple[str, int]]) -> AsyncIterator[tuple[T
 
 
 @dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class Answering:
-    """The operating system's resolver, as the fallback sees it: one address, no TTL."""
+    """The operating system's resolver, as the fallback sees it: one address, no TTL; or, `knows` False, none."""
 
+    knows: bool = True
     asked: list[str] = field(default_factory=list)
 
     async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
         self.asked.append(host)
+        if not self.knows:
+            raise OSError(f"no address was found for {host}")
         return ["127.0.0.3"], None
+
+
+@dataclass
+class Counting:
+    """A resolver that counts how often the cache in front of it asked."""
+
+    resolver: TtlResolver
+    asked: int = 0
+
+    async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
+        self.asked += 1
+        return await self.resolver.resolve(host, port)
 
 
 async def test_the_resolver_reports_the_answers_ttl() -> None:
@@ -94,39 +102,65 @@ async def test_the_resolver_reports_the_answers_ttl() -> None:
 
 
 async def test_an_answer_is_kept_for_its_ttl_and_asked_again_after_it() -> None:
-    """The guard's cache keeps the answer for its TTL (its own clock, turned here); c-ares below it keeps answers
-    for their TTL too (on the real clock), so once that second has passed the new answer is seen."""
+    """The guard's cache keeps the answer for its TTL (on its own clock, turned here; its default for an answer
+    without a TTL is far longer); c-ares below it keeps answers for their TTL too, on the real clock, so once
+    that second has passed the DNS server is asked again and its new answer is taken."""
     clock = Clock()
     async with tiny_dns({NAME: ("127.0.0.2", 1)}) as (server, address):
-        resolver = TtlResolver([address])
-        cache = DnsCache(resolver, min_seconds=1, max_seconds=300, default_seconds=30, clock=clock)
+        resolver = Counting(TtlResolver([address]))
+        cache = DnsCache(resolver, min_seconds=0.1, max_seconds=300, default_seconds=1000, clock=clock)
         try:
             assert await cache.resolve(NAME, 443) == ["127.0.0.2"]
-            clock.now += 0.5
+            clock.now += 0.9
             assert await cache.resolve(NAME, 443) == ["127.0.0.2"]
-            assert server.a_queries(NAME) == 1  # from the cache: its TTL has not run out
+            assert resolver.asked == 1  # from the cache: its TTL has not run out
+            clock.now += 0.2
+            await cache.resolve(NAME, 443)
+            assert resolver.asked == 2  # the TTL ran out: asked again
             server.answers[NAME] = ("127.0.0.4", 1)
 
             async def moved() -> bool:
-                clock.now += 1  # past the TTL each time it asks
+                clock.now += 1.1
                 return await cache.resolve(NAME, 443) == ["127.0.0.4"]
 
-            await wait_for(moved, within=10, interval=0.2)
-            assert server.a_queries(NAME) == 2  # asked again once the TTL ran out, and only then
+            await wait_for(moved, within=10, interval=0.2)  # the DNS server was asked again
         finally:
-            await resolver.close()
+            await resolver.resolver.close()
 
 
-async def test_a_name_dns_does_not_know_is_not_found_and_not_asked_elsewhere() -> None:
-    fallback = Answering()
-    async with tiny_dns({}) as (_, address):
-        resolver = TtlResolver([address], fallback=fallback)
+async def test_an_answer_with_a_ttl_of_0_is_kept_for_the_caches_least() -> None:
+    clock = Clock()
+    async with tiny_dns({NAME: ("127.0.0.2", 0)}) as (_, address):
+        resolver = Counting(TtlResolver([address]))
+        cache = DnsCache(resolver, min_seconds=1, max_seconds=300, default_seconds=1000, clock=clock)
         try:
-            with pytest.raises(OSError, match="no address was found"):
-                await resolver.resolve("missing.ttl.example.test", 443)
+            await cache.resolve(NAME, 443)
+            clock.now += 0.9
+            await cache.resolve(NAME, 443)
+            assert resolver.asked == 1
+            clock.now += 0.2
+            await cache.resolve(NAME, 443)
+            assert resolver.asked == 2
         finally:
-            await resolver.close()
-    assert fallback.asked == []
+            await resolver.resolver.close()
+
+
+async def test_a_name_dns_does_not_know_is_asked_of_the_systems_resolver() -> None:
+    """A name only the operating system knows (an NSS module's, say) still resolves, as it did when registered;
+    a name neither knows is not found."""
+    knowing, unknowing = Answering(), Answering(knows=False)
+    async with tiny_dns({}) as (_, address):
+        for fallback in (knowing, unknowing):
+            resolver = TtlResolver([address], fallback=fallback)
+            try:
+                if fallback.knows:
+                    assert await resolver.resolve("printer.ttl.example.test", 443) == (["127.0.0.3"], None)
+                else:
+                    with pytest.raises(OSError, match="no address was found"):
+                        await resolver.resolve("missing.ttl.example.test", 443)
+            finally:
+                await resolver.close()
+    assert (knowing.asked, unknowing.asked) == (["printer.ttl.example.test"], ["missing.ttl.example.test"])
 
 
 async def test_a_dns_server_that_cannot_be_reached_falls_back_to_the_systems_resolver() -> None:

@@ -35,6 +35,7 @@ from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver, serving
 from tests.support import Api, BrokerProbe, app_process, make_job, until_status, wait_for
+from tests.test_safe_http import Clock
 
 # ---------------------------------------------------------------- one bad record among many
 
@@ -385,6 +386,24 @@ async def test_a_delivery_waiting_on_a_new_endpoint_waits_on_once_the_endpoint_s
     assert not second.done()  # still waiting: the endpoint is known fast now
     slots.give("new", FAST)
     assert await second == Slot()
+
+
+async def test_an_operators_delivery_waits_for_a_slot_of_an_endpoint_that_was_slow_and_moves_again() -> None:
+    """An endpoint whose past attempts were slow (an outage's timeouts), with its slots moving again: an ordinary
+    delivery does not wait for one, an operator's waits as for a fast endpoint; once its slots stop moving,
+    neither waits."""
+    clock = Clock()
+    slots = await taught(EndpointSlots(per_endpoint=1, clock=clock), "back", SLOW)
+    assert await slots.take("back")
+    assert await slots.take("back", "plain") is None  # the slow mean: no wait at all
+    assert slots.patient_bound("back") == SLOW_SECONDS
+    waiting = asyncio.create_task(slots.take("back", "operator", patient=True))
+    await asyncio.sleep(0)
+    slots.give("back", FAST)  # the endpoint answers fast now
+    assert await waiting == Slot()
+    clock.now += 2 * SLOW_SECONDS  # the slot "operator" holds has not moved since
+    assert slots.patient_bound("back") == 0.0
+    assert await slots.take("back", "later", patient=True) is None
 
 
 async def test_a_slow_endpoints_delivery_does_not_wait_at_all() -> None:

@@ -10,10 +10,12 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 import aiodns
+import pycares
 
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
-DNS_TIMEOUT_SECONDS = 5.0
+DNS_TIMEOUT_SECONDS = 5.0  # one lookup, c-ares and the operating system's resolver after it together
+DNS_TRY_SECONDS, DNS_TRIES = 1.0, 2  # c-ares: each server's first wait (doubled on the next try), and tries
 ALLOW_HINT = "set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true for local development"
 
 _REFUSED = {
@@ -95,38 +97,40 @@ class SystemResolver:
 
 
 class TtlResolver:
-    """DNS through c-ares (aiodns), which reports each answer's TTL; the hosts file too (whose answers have none).
-    A name DNS says does not exist is not asked again elsewhere; any other failure of c-ares (no server it can
-    reach, say) falls back to the operating system's resolver, whose answer is kept for the default time."""
+    """DNS through c-ares (aiodns), which reports each answer's TTL, the hosts file included (whose answers have a
+    TTL of 0). Whatever c-ares cannot answer, a name it does not find included (one only an NSS module knows, say),
+    goes to the operating system's resolver, whose answer has no TTL; both share one deadline."""
 
     def __init__(self, nameservers: list[str] | None = None, fallback: Resolver | None = None) -> None:
         self._nameservers = nameservers
         self._fallback = fallback or SystemResolver()
         self._dns: aiodns.DNSResolver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def resolve(self, host: str, port: int) -> tuple[list[str], float | None]:
-        if self._dns is None:  # made on the first lookup, inside the running loop it belongs to
-            self._dns = aiodns.DNSResolver(self._nameservers, timeout=DNS_TIMEOUT_SECONDS, tries=1)
-        try:
-            async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
-                answer = await self._dns.getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
-        except aiodns.error.DNSError as exc:
-            if exc.args and exc.args[0] in _NOT_FOUND:
-                raise OSError(f"no address was found for {host}") from exc
-            return await self._fallback.resolve(host, port)
-        except TimeoutError:
-            return await self._fallback.resolve(host, port)
+        async with asyncio.timeout(DNS_TIMEOUT_SECONDS):
+            try:
+                answer = await self._channel().getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
+            except (aiodns.error.DNSError, pycares.AresError, OSError):
+                return await self._fallback.resolve(host, port)
         addresses = list(dict.fromkeys(_text(node.addr[0]) for node in answer.nodes))
-        ttls = [node.ttl for node in answer.nodes if node.ttl > 0]
-        return addresses, float(min(ttls)) if ttls else None
+        if not addresses:
+            raise OSError(f"no address was found for {host}")
+        # A CNAME's TTL bounds the answer as much as its addresses' do; a TTL of 0 is kept for the cache's least.
+        return addresses, float(min([node.ttl for node in answer.nodes] + [cname.ttl for cname in answer.cnames]))
+
+    def _channel(self) -> aiodns.DNSResolver:
+        """c-ares for the running loop (a channel belongs to the loop it was made in), made on first use."""
+        loop = asyncio.get_running_loop()
+        if self._dns is None or self._loop is not loop:
+            self._dns, self._loop = None, loop
+            self._dns = aiodns.DNSResolver(self._nameservers, loop=loop, timeout=DNS_TRY_SECONDS, tries=DNS_TRIES)
+        return self._dns
 
     async def close(self) -> None:
         dns, self._dns = self._dns, None
-        if dns is not None:
+        if dns is not None and self._loop is asyncio.get_running_loop():
             await dns.close()
-
-
-_NOT_FOUND = frozenset({aiodns.error.ARES_ENOTFOUND, aiodns.error.ARES_ENODATA})
 
 
 def _text(address: bytes | str) -> str:

@@ -73,16 +73,23 @@ class EndpointSlots:
         endpoint = self._endpoints.get(key)
         return endpoint is not None and endpoint.busy >= self.per_endpoint
 
-    async def take(self, key: str, delivery_id: str = "") -> Slot | None:
-        """A slot for one attempt, waiting at most `wait_bound` behind those already waiting; None when none
-        came in time."""
+    def patient_bound(self, key: str) -> float:
+        """How long an operator's delivery may wait for a slot here: as for a fast endpoint, whatever the
+        endpoint's past attempts took (an outage's timeouts must not keep a recover from going out as fast as the
+        endpoint now answers), unless its busy slots have not moved for that long."""
+        endpoint = self._endpoints.get(key)
+        return 0.0 if endpoint is not None and self.clock() - endpoint.moved > SLOW_SECONDS else SLOW_SECONDS
+
+    async def take(self, key: str, delivery_id: str = "", patient: bool = False) -> Slot | None:
+        """A slot for one attempt, waiting at most `wait_bound` (`patient_bound` when `patient`) behind those
+        already waiting; None when none came in time."""
         endpoint = self._endpoints.get(key) or self._endpoints.setdefault(key, _Endpoint(self.clock()))
         if endpoint.busy < self.per_endpoint:
             endpoint.busy += 1
             if endpoint.busy == 1:
                 endpoint.moved = self.clock()  # idle until now: its slots have not been stuck
             return Slot()
-        bound = self.wait_bound(key)
+        bound = self.patient_bound(key) if patient else self.wait_bound(key)
         if bound <= 0:
             return None
         # Awaited bare, with a timer that answers None when the wait runs out: a slot handed over wakes the waiter

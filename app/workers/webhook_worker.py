@@ -129,8 +129,8 @@ class WebhookWorker:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
-        if key is not None and self.slots.full(key) and not self.slots.wait_bound(key):
-            await self._wait_busy(message, operator)  # a slow endpoint with every slot here busy: no database work
+        if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
+            await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
             return
         match await self.batches.claim(delivery_id):
             case Drop(why):
@@ -152,7 +152,8 @@ class WebhookWorker:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
         or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
         given back and its retry budget untouched. An operator's action takes a slot here too (the endpoint's cap
-        holds for a recover of many deliveries), but asks no shared one: it goes through the circuit as its probe.
+        holds for a recover of many deliveries), waiting for one as for a fast endpoint, but asks no shared one:
+        it goes through the circuit as its probe.
 
         A slot freed by a success goes straight to the next delivery waiting for it here, shared slot and all:
         the success closed the circuit, so that delivery is sent without asking, and the success's result,
@@ -160,7 +161,7 @@ class WebhookWorker:
         success hands over only the slot here: it may not have been the probe, so its heir still asks."""
         delivery = send.delivery
         key = breaker_key(delivery)
-        slot = await self.slots.take(key, delivery["id"])
+        slot = await self.slots.take(key, delivery["id"], patient=operator)
         if slot is None:
             await self.batches.give_back(delivery)
             await self._wait_busy(message, operator)
@@ -170,10 +171,10 @@ class WebhookWorker:
         try:
             admission = SEND if slot.heir_of else await self.batches.admit(delivery, operator)
             if admission.gate is Gate.BUSY:
-                await self._wait_busy(message)
+                await self._wait_busy(message, operator)
                 return
             if admission.gate is Gate.OPEN:
-                await self._wait_out(message, tier_at_most(self.tiers, admission.wait))
+                await self._wait_out(message, tier_at_most(self.tiers, admission.wait), None, operator)
                 return
             try:
                 attempt = await self._attempt(delivery, send.secrets)
@@ -212,8 +213,9 @@ class WebhookWorker:
 
     async def _wait_busy(self, message: Message, operator: bool = False) -> None:
         """Back through a delay tier after finding the endpoint busy: a longer one each time it is found busy
-        again (backoff.BUSY_STEPS), counted on the message. An operator's stays the operator's."""
-        times = _times_busy(message) + 1
+        again (backoff.BUSY_STEPS), counted on the message. An operator's stays the operator's and comes back
+        through the shortest, each time: it goes as soon as the endpoint has room."""
+        times = 1 if operator else _times_busy(message) + 1
         await self._wait_out(message, busy_wait(self.tiers, times), times, operator)
 
     async def _wait_out(self, message: Message, tier: Tier, busy: int | None = None, operator: bool = False) -> None:
