@@ -62,11 +62,11 @@ class EndpointSlots:
     def wait_bound(self, key: str) -> float:
         """How long a delivery to this endpoint may wait for a slot here; 0 for a slow endpoint."""
         endpoint = self._endpoints.get(key)
+        if self._stuck(endpoint):
+            return 0.0
         if endpoint is None or endpoint.mean_seconds == 0.0:
-            stuck = endpoint is not None and self.clock() - endpoint.moved > SLOW_SECONDS
-            return 0.0 if stuck else FIRST_WAIT_SECONDS
-        stuck = self.clock() - endpoint.moved > SLOW_SECONDS
-        return 0.0 if endpoint.mean_seconds > SLOW_SECONDS or stuck else SLOW_SECONDS
+            return FIRST_WAIT_SECONDS
+        return 0.0 if endpoint.mean_seconds > SLOW_SECONDS else SLOW_SECONDS
 
     def full(self, key: str) -> bool:
         """Whether every slot of the endpoint is busy in this process."""
@@ -77,8 +77,11 @@ class EndpointSlots:
         """How long an operator's delivery may wait for a slot here: as for a fast endpoint, whatever the
         endpoint's past attempts took (an outage's timeouts must not keep a recover from going out as fast as the
         endpoint now answers), unless its busy slots have not moved for that long."""
-        endpoint = self._endpoints.get(key)
-        return 0.0 if endpoint is not None and self.clock() - endpoint.moved > SLOW_SECONDS else SLOW_SECONDS
+        return 0.0 if self._stuck(self._endpoints.get(key)) else SLOW_SECONDS
+
+    def _stuck(self, endpoint: _Endpoint | None) -> bool:
+        """Whether the endpoint's busy slots have not moved for SLOW_SECONDS."""
+        return endpoint is not None and self.clock() - endpoint.moved > SLOW_SECONDS
 
     async def take(self, key: str, delivery_id: str = "", patient: bool = False) -> Slot | None:
         """A slot for one attempt, waiting at most `wait_bound` (`patient_bound` when `patient`) behind those
