@@ -26,6 +26,7 @@ from app.api.routes import (
     workers,
 )
 from app.api.state import ApiState
+from app.api.submit_path import SubmitPath
 from app.core import metrics
 from app.core.collector import settle
 from app.core.config import Settings, get_settings
@@ -149,6 +150,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
     )
     app.state.settings = settings or get_settings()
+    app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
     app.add_middleware(
         CorrelationIdMiddleware,
         header_name="X-Request-ID",

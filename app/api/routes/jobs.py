@@ -16,6 +16,7 @@ from app.api.admission import (
 )
 from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
+from app.api.state import ApiState
 from app.core.statuses import JobStatus
 from app.schemas.job import (
     BATCH_REQUEST_SCHEMA,
@@ -31,9 +32,11 @@ from app.schemas.webhook import DeliveryOut
 from app.services.dlq import NotCancellable, NotDeadLettered
 from app.services.jobs import IdempotencyConflict
 from app.services.pagination import BadCursor, encode
+from app.services.tenancy import Principal
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
+IDEMPOTENCY_KEY_MAX = 255
 SUBMIT_STATUS = {Submitted.CREATED: 201, Submitted.PENDING: 202, Submitted.EXISTING: 200}
 WaitQuery = Annotated[
     float | None,
@@ -72,11 +75,25 @@ async def submit_job(
     response: Response,
     state: StateDep,
     principal: PrincipalDep,
-    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=IDEMPOTENCY_KEY_MAX)] = None,
     wait: WaitQuery = None,
 ) -> JobOut:
     """Submit a job. Answers 201 once the broker confirmed it, 202 while the broker is unreachable; with `wait`,
     once the job is finished or the wait is over."""
+    return await submit_one(request, response, state, principal, idempotency_key, wait)
+
+
+async def submit_one(
+    request: Request,
+    response: Response,
+    state: ApiState,
+    principal: Principal,
+    idempotency_key: str | None,
+    wait: float | None,
+) -> JobOut:
+    """What `POST /api/v1/jobs` does once its parameters are read, for this route and for the fast path that
+    serves it without FastAPI's per-request work (app/api/submit_path.py): the answer's status and headers go on
+    `response`."""
 
     async def read() -> JobOptions:
         data = await json_object(request, state.resources.settings.max_body_bytes)
