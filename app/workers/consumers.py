@@ -154,8 +154,14 @@ class ConsumerGroup:
             _, pending = await asyncio.wait(set(self.inflight), timeout=grace)
             for task in pending:
                 task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        await self.intake.close()
+            if pending:
+                _, stuck = await asyncio.wait(pending, timeout=CHANNEL_TIMEOUT)
+                if stuck:
+                    logger.warning("{}: {} message handler(s) did not end when cancelled", self.name, len(stuck))
+        try:  # bounded too: a stop that hangs on the broker would keep the process, and its consumers, alive
+            await asyncio.wait_for(self.intake.close(), timeout=CHANNEL_TIMEOUT)
+        except TimeoutError:
+            logger.warning("{}: the consumers' connection did not close within {}s", self.name, CHANNEL_TIMEOUT)
         self.consumers.clear()
         self.state = WorkerState.STOPPED
 
