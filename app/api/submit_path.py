@@ -23,7 +23,8 @@ from app.api.deps import get_principal, get_state
 from app.api.routes import jobs
 
 PATH = "/api/v1/jobs"
-IDEMPOTENCY_HEADER = b"idempotency-key"
+IDEMPOTENCY_HEADER = "idempotency-key"
+RAW_IDEMPOTENCY_HEADER = IDEMPOTENCY_HEADER.encode()  # as the ASGI scope holds it
 
 
 class SubmitPath:
@@ -50,7 +51,7 @@ class SubmitPath:
         principal = await get_principal(request)
         response = Response()  # what the route's `response` parameter is: the status and headers to answer with
         del response.headers["content-length"]
-        idempotency_key = request.headers.get("idempotency-key")
+        idempotency_key = request.headers.get(IDEMPOTENCY_HEADER)
         job = await jobs.submit_one(request, response, await get_state(request), principal, idempotency_key, None)
         answer = Response(job.model_dump_json(by_alias=True), response.status_code, media_type="application/json")
         answer.headers.raw.extend(response.headers.raw)
@@ -67,7 +68,7 @@ def _plain_submit(scope: Scope) -> bool:
     if path != PATH:
         return False
     for name, value in scope["headers"]:
-        if name == IDEMPOTENCY_HEADER:  # the first one is the one read, here as there
+        if name == RAW_IDEMPOTENCY_HEADER:  # the first one is the one read, here as there
             return len(value.decode("latin-1")) <= jobs.IDEMPOTENCY_KEY_MAX
     return True
 
