@@ -7,12 +7,13 @@ from typing import Any
 
 import aio_pika
 import pytest
+from loguru import logger
 
 from app.core.backoff import job_tiers
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.names import Lane, lane_max_priority
-from app.core.topology import build_topology, declare
-from tests.conftest import RABBITMQ_URL, make_settings
+from app.core.topology import ADDED_LATER, TopologyMismatch, build_topology, declare
+from tests.conftest import NS, RABBITMQ_URL, make_settings, remove_namespace
 from tests.support import BrokerProbe, wait_for
 
 
@@ -57,6 +58,7 @@ async def test_every_queue_has_the_arguments_the_design_names(broker: BrokerProb
             "x-queue-type": "classic",
             "x-dead-letter-exchange": names.jobs_dlx,
             "x-max-priority": lane_max_priority(lane),
+            "x-queue-mode": "lazy",
         }
         for tier in job_tiers(settings.retry_base_delay, settings.retry_max_delay):
             assert queues[names.job_tier_queue(lane, tier)]["arguments"] == {
@@ -67,6 +69,50 @@ async def test_every_queue_has_the_arguments_the_design_names(broker: BrokerProb
             }
     assert [t.delay for t in topology.job_tiers] == [0.2, 0.4, 0.8, 1.6]
     assert names.webhooks_dlq in queues and names.jobs_dlq in queues
+
+
+async def test_a_lane_an_earlier_version_declared_is_taken_as_it_is_and_the_operator_told_how_to_change_it() -> None:
+    """Lanes became lazy in a later version; the broker will not change a queue's arguments in place, so a lane
+    declared before keeps its arguments, and the process says so instead of refusing to start."""
+    settings = make_settings(namespace=f"{NS}-earlier")
+    topology = build_topology(settings)
+    lane = topology.names.lane_queue(Lane.DEFAULT)
+    spec = next(q for q in topology.queues if q.name == lane)
+    earlier = {k: v for k, v in spec.arguments.items() if k not in ADDED_LATER}
+    assert earlier != spec.arguments
+    warnings: list[str] = []
+    sink = logger.add(lambda message: warnings.append(str(message)), level="WARNING")
+    connection = await aio_pika.connect(RABBITMQ_URL)
+    try:
+        async with connection:
+            channel = await connection.channel(publisher_confirms=True)
+            await channel.declare_queue(lane, durable=True, arguments=earlier)
+            await declare(channel, topology)
+            # The channel declare reopened is the one the process goes on with: bound and publishing.
+            exchange = await channel.get_exchange(topology.names.jobs_exchange, ensure=False)
+            await exchange.publish(aio_pika.Message(b"after"), routing_key=topology.names.lane_key(Lane.DEFAULT))
+            message = await (await channel.get_queue(lane, ensure=False)).get(timeout=5)
+            assert message.body == b"after"
+            await message.ack()
+    finally:
+        logger.remove(sink)
+        await remove_namespace(settings)
+    assert [w for w in warnings if lane in w and "set_policy" in w and "x-queue-mode" in w] != [], warnings
+
+
+async def test_a_queue_whose_other_arguments_differ_is_still_refused() -> None:
+    settings = make_settings(namespace=f"{NS}-other")
+    topology = build_topology(settings)
+    lane = topology.names.lane_queue(Lane.DEFAULT)
+    connection = await aio_pika.connect(RABBITMQ_URL)
+    try:
+        async with connection:
+            channel = await connection.channel()
+            await channel.declare_queue(lane, durable=True, arguments={"x-queue-type": "classic"})
+            with pytest.raises(TopologyMismatch, match=f"The queue {lane} exists on RabbitMQ with other arguments"):
+                await declare(channel, topology)
+    finally:
+        await remove_namespace(settings)
 
 
 async def test_a_delay_tier_returns_its_message_to_the_lane(broker: BrokerProbe) -> None:
