@@ -1,12 +1,12 @@
 """Ingest baseline (a): a bare FastAPI endpoint doing one INSERT and one confirmed publish, by hand.
 
-`python -m bench.baseline_api` reads the same settings as the service (DATABASE_URL, RABBITMQ_URL, NAMESPACE,
-HOST, PORT, DB_POOL_SIZE, PUBLISH_TIMEOUT_SECONDS) and serves with the same uvicorn settings as `python -m app
-api`. `POST /api/v1/jobs` parses the JSON body, INSERTs one row into a small table of its own (asyncpg pool as
-large as the service's engine may grow: pool size + overflow), publishes one persistent message with
-`mandatory` on a confirming channel to an exchange and queue of its own inside the namespace, waits for the
-confirm, and answers 201 with the id. No auth, no validation, no outbox, no idempotency, no rate limit: the
-floor under what the service does per submit.
+`python -m bench.baseline_api` reads the same settings as the service (DATABASE_URL, RABBITMQ_URL, NAMESPACE, HOST,
+PORT, DB_POOL_SIZE, PUBLISH_TIMEOUT_SECONDS) and serves with the same uvicorn settings as `python -m app api`.
+`POST /api/v1/jobs` parses the JSON body, INSERTs one row into a small table of its own (asyncpg pool as large as
+the service's engine may grow: pool size + overflow), publishes one persistent message with `mandatory` on a
+confirming channel to an exchange and queue of its own inside the namespace (lazy, as the service's lanes are),
+waits for the confirm, and answers 201 with the id. No auth, no validation, no outbox, no idempotency, no rate
+limit: the floor under what the service does per submit.
 """
 
 import json
@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.core.config import Settings
-from bench.env import BASELINE_EXCHANGE, BASELINE_TABLE
+from bench.env import BASELINE_EXCHANGE, BASELINE_QUEUE_ARGS, BASELINE_TABLE
 
 ROUTING_KEY = "baseline"
 
@@ -49,7 +49,7 @@ def create_app(settings: Settings) -> FastAPI:
         connection = await aio_pika.connect_robust(settings.rabbitmq_url)
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
         exchange = await channel.declare_exchange(names, aio_pika.ExchangeType.DIRECT, durable=True)
-        queue = await channel.declare_queue(names, durable=True)
+        queue = await channel.declare_queue(names, durable=True, arguments=BASELINE_QUEUE_ARGS)
         await queue.bind(exchange, ROUTING_KEY)
         app.state.pool, app.state.exchange = pool, exchange
         try:

@@ -42,6 +42,9 @@ SECRET_SETTINGS = ("admin_api_key", "secret_encryption_key")
 BASELINE_EXCHANGE = "bench.baseline"
 RAW_PUBLISH_QUEUE = "bench.raw-publish"
 BASELINE_TABLE = "bench_baseline_jobs"
+# The baselines' queues are lazy, as the service's lanes are (app/core/topology.py), so that their ratios compare
+# the code and not the broker's queue mode (a long classic queue that is not lazy stalls the broker's confirms).
+BASELINE_QUEUE_ARGS = {"x-queue-mode": "lazy"}
 
 
 # Ports for the processes a run starts, below Linux's ephemeral range (32768-60999 by default), so no outgoing

@@ -2,11 +2,11 @@
 
 `python -m bench.raw_publish --queue <name> --count N --in-flight 100`
 
-Declares the durable queue (inside the run's namespace), then `--in-flight` publishers share one channel with
-publisher confirms, each sending its next persistent, mandatory message (a JSON body about the size of a job
-message) to the default exchange as soon as the last one was confirmed, until N were confirmed. A tenth of N
-(at most 1,000) go first as a warm-up, not counted. Deletes the queue and prints one JSON line: messages/s
-from the first counted publish to the N-th confirm.
+Declares the durable queue (inside the run's namespace, lazy as the service's lanes are), then `--in-flight`
+publishers share one channel with publisher confirms, each sending its next persistent, mandatory message (a JSON
+body about the size of a job message) to the default exchange as soon as the last one was confirmed, until N were
+confirmed. A tenth of N (at most 1,000) go first as a warm-up, not counted. Deletes the queue and prints one JSON
+line: messages/s from the first counted publish to the N-th confirm.
 """
 
 import argparse
@@ -18,6 +18,8 @@ import uuid
 from typing import Any
 
 import aio_pika
+
+from bench.env import BASELINE_QUEUE_ARGS
 
 
 def message(number: int) -> aio_pika.Message:
@@ -57,7 +59,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     connection = await aio_pika.connect(args.amqp)
     async with connection:
         channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
-        await channel.declare_queue(args.queue, durable=True)
+        await channel.declare_queue(args.queue, durable=True, arguments=BASELINE_QUEUE_ARGS)
         warmup = min(1000, args.count // 10)
         try:
             await publish(channel.default_exchange, args.queue, warmup, args.in_flight)
