@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
-from app.core.database import NO_AUTOVACUUM, make_engine, server_warning
+from app.core.database import NO_AUTOVACUUM, STATEMENT_LIFETIME, make_engine, server_warning
 from app.core.messages import event_id
 from app.core.names import Names
 from app.core.statuses import JobStatus
@@ -55,7 +55,7 @@ async def read_job(engine: AsyncEngine, job_id: str) -> Row:
 
 
 async def test_the_log_is_warned_when_postgresql_runs_without_autovacuum(engine: AsyncEngine) -> None:
-    """Without autovacuum no table is analysed, and the hot statements keep plans made on small tables."""
+    """Without autovacuum no table is analysed and no dead row cleared."""
     warning = await server_warning(engine)
     if engine.dialect.name == "sqlite":
         assert warning is None
@@ -64,6 +64,14 @@ async def test_the_log_is_warned_when_postgresql_runs_without_autovacuum(engine:
         setting = (await conn.exec_driver_sql("SHOW autovacuum")).scalar()
     assert setting in ("on", "off")
     assert warning == (NO_AUTOVACUUM if setting == "off" else None)
+
+
+async def test_postgresql_connections_prepare_their_statements_afresh_every_half_minute(db: AsyncEngine) -> None:
+    """So a generic plan made while the tables were small is not kept for as long as the process runs."""
+    async with db.connect() as conn:
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None
+        assert driver._config.max_cached_statement_lifetime == STATEMENT_LIFETIME == 30
 
 
 async def test_a_database_that_does_not_answer_gives_no_warning_and_no_error() -> None:
