@@ -113,14 +113,24 @@ async def clean_namespace() -> AsyncIterator[None]:
     await remove_namespace(make_settings())
 
 
+def queues_named_under(namespace: str) -> list[str]:
+    """Every queue on the broker inside `namespace`: tests that use other delays declare delay tiers the
+    namespace's default topology does not name."""
+    listed = subprocess.run(
+        ["rabbitmqctl", "list_queues", "name", "-q"], capture_output=True, text=True, timeout=60, check=False
+    )
+    return [name for name in listed.stdout.split() if name.startswith(f"{namespace}.")]
+
+
 async def remove_namespace(settings: Settings) -> None:
     """Delete a namespace's exchanges, queues and Redis keys."""
     topology = build_topology(settings)
     connection = await aio_pika.connect(RABBITMQ_URL)
     async with connection:
         channel = await connection.channel()
-        for queue in topology.queues:
-            await channel.queue_delete(queue.name)
+        named = [queue.name for queue in topology.queues]
+        for queue in [*named, *(name for name in queues_named_under(settings.namespace) if name not in named)]:
+            await channel.queue_delete(queue)
         for exchange in topology.exchanges:
             await channel.exchange_delete(exchange.name)
     redis = Redis.from_url(REDIS_URL)
