@@ -24,7 +24,7 @@ from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from bench.cluster import Cluster, running_cluster
 from tests.receiver import Receiver, running_receiver
-from tests.support import ROOT, Api, BrokerProbe, api_with, wait_for
+from tests.support import ROOT, Api, BrokerProbe, api_with, rabbitmqctl_json, wait_for
 
 NS = "t" + uuid.uuid4().hex[:10]
 DB_NAME = f"taskq_{NS}"
@@ -116,10 +116,7 @@ async def clean_namespace() -> AsyncIterator[None]:
 def queues_named_under(namespace: str) -> list[str]:
     """Every queue on the broker inside `namespace`: tests that use other delays declare delay tiers the
     namespace's default topology does not name."""
-    listed = subprocess.run(
-        ["rabbitmqctl", "list_queues", "name", "-q"], capture_output=True, text=True, timeout=60, check=False
-    )
-    return [name for name in listed.stdout.split() if name.startswith(f"{namespace}.")]
+    return [row["name"] for row in rabbitmqctl_json("list_queues", "name") if row["name"].startswith(f"{namespace}.")]
 
 
 async def remove_namespace(settings: Settings) -> None:

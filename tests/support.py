@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -130,6 +131,15 @@ class BrokerProbe:
 
 def rabbitmqctl(*args: str) -> None:
     subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
+
+
+def rabbitmqctl_json(*args: str) -> list[dict[str, Any]]:
+    """What a `rabbitmqctl` listing command prints, one dict per row."""
+    out = subprocess.run(
+        ["rabbitmqctl", *args, "--formatter", "json", "-q"], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+    rows: list[dict[str, Any]] = json.loads(out)
+    return rows
 
 
 @contextlib.contextmanager

@@ -2,8 +2,6 @@
 
 import asyncio
 import json
-import subprocess
-from typing import Any
 
 import aio_pika
 import pytest
@@ -14,7 +12,7 @@ from app.core.broker import Broker, Outgoing, PublishError
 from app.core.names import Lane, lane_max_priority
 from app.core.topology import ADDED_LATER, TopologyMismatch, build_topology, declare
 from tests.conftest import NS, RABBITMQ_URL, make_settings, remove_namespace
-from tests.support import BrokerProbe, wait_for
+from tests.support import BrokerProbe, rabbitmqctl_json, wait_for
 
 
 async def test_declaring_twice_is_harmless() -> None:
@@ -27,17 +25,9 @@ async def test_declaring_twice_is_harmless() -> None:
         assert not channel.is_closed
 
 
-def _rabbitmqctl_json(*args: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
-        ["rabbitmqctl", *args, "--formatter", "json", "-q"], check=True, capture_output=True, text=True, timeout=60
-    ).stdout
-    rows: list[dict[str, Any]] = json.loads(out)
-    return rows
-
-
 def _broker_queues() -> dict[str, dict[str, object]]:
     queues = {}
-    for row in _rabbitmqctl_json("list_queues", "name", "durable", "arguments"):
+    for row in rabbitmqctl_json("list_queues", "name", "durable", "arguments"):
         arguments = row["arguments"]  # [name, type, value] triples in this format
         row["arguments"] = {arg[0]: arg[-1] for arg in arguments}
         queues[row["name"]] = row
@@ -147,7 +137,7 @@ async def test_an_unroutable_publish_is_an_error_not_a_loss() -> None:
 
 
 def _event_bindings(queue: str, exchange: str) -> set[str]:
-    rows = _rabbitmqctl_json("list_bindings", "source_name", "destination_name", "routing_key")
+    rows = rabbitmqctl_json("list_bindings", "source_name", "destination_name", "routing_key")
     return {b["routing_key"] for b in rows if b["source_name"] == exchange and b["destination_name"] == queue}
 
 
