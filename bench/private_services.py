@@ -1,8 +1,10 @@
 """PostgreSQL, Redis and a RabbitMQ node of the run's own, on free loopback ports, in a folder of their own, so
-that a fault run can stop and restart each without touching the services the rest of the machine uses.
+that a fault run (`make chaos`) or a test that needs an outage can stop and restart each without touching the
+services the rest of the machine uses.
 
 Each is started from the machine's own packages (Debian's postgresql, redis-server and rabbitmq-server) and
-stopped and removed on the way out, whatever happened.
+stopped and removed on the way out, whatever happened. Redis and RabbitMQ also die with the process that started
+them (the thread that started them, on Linux), so a killed run leaves none behind.
 """
 
 import contextlib
@@ -15,8 +17,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+from app.core import parent
 from bench.cluster import Node, free_ports
 from bench.env import free_port
 
@@ -95,7 +99,14 @@ class PrivateRedis:
     def start(self) -> None:
         log = (self.folder / "redis.log").open("ab")
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.folder)
+        with log:
+            self.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=log,
+                cwd=self.folder,
+                preexec_fn=partial(parent.die_with_parent, signal.SIGTERM),
+            )
         _until(self._answers, START_WITHIN, f"Redis on port {self.port} answering")
 
     def _answers(self) -> bool:
@@ -108,9 +119,14 @@ class PrivateRedis:
         self.start()
 
     def stop(self) -> None:
+        """Stop it (SIGKILL when SIGTERM is not enough within 30 s) and wait until it is gone."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(30)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)
 
 
 @dataclass
@@ -118,10 +134,11 @@ class PrivateRabbit:
     """One RabbitMQ node, run as bench/cluster.py runs each node of its cluster, with a cookie of its own."""
 
     folder: Path
+    prefix: str = "taskq-chaos"
 
     def __post_init__(self) -> None:
         amqp, dist = free_ports(2)
-        self.node = Node(f"taskq-chaos-{uuid.uuid4().hex[:8]}@localhost", amqp, dist, self.folder / "rabbitmq")
+        self.node = Node(f"{self.prefix}-{uuid.uuid4().hex[:8]}@localhost", amqp, dist, self.folder / "rabbitmq")
 
     @property
     def url(self) -> str:
@@ -164,3 +181,30 @@ def private_services(folder: Path) -> Iterator[PrivateServices]:
         services.rabbit.stop()
         services.redis.stop()
         services.postgres.stop()
+
+
+@contextlib.contextmanager
+def running_redis(folder: Path) -> Iterator[PrivateRedis]:
+    """A Redis of its own, started in `folder`; stopped and `folder` removed on the way out, whatever happened."""
+    folder.mkdir(parents=True, exist_ok=True)
+    redis = PrivateRedis(folder)
+    try:
+        redis.start()
+        yield redis
+    finally:
+        redis.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_rabbit(folder: Path, prefix: str = "taskq-private") -> Iterator[PrivateRabbit]:
+    """A RabbitMQ node of its own, named `<prefix>-<random>@localhost`, started in `folder`; stopped and `folder`
+    removed on the way out, whatever happened."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rabbit = PrivateRabbit(folder, prefix)
+    try:
+        rabbit.start()
+        yield rabbit
+    finally:
+        rabbit.stop()
+        shutil.rmtree(folder, ignore_errors=True)

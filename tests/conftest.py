@@ -23,6 +23,7 @@ from app.runtime import Runtime, add_worker_process
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from bench.cluster import Cluster, running_cluster
+from bench.private_services import PrivateRabbit, PrivateRedis, running_rabbit, running_redis
 from tests.receiver import Receiver, running_receiver
 from tests.support import ROOT, Api, BrokerProbe, api_with, rabbitmqctl_json, wait_for
 
@@ -151,6 +152,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def private_rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRabbit]:
+    """A RabbitMQ node of this run's own (bench/private_services.py), for the tests that stop their broker: the
+    machine's is shared and never stopped. Started on first use, stopped and removed when the module that used it
+    ends, also when a test fails."""
+    with running_rabbit(tmp_path_factory.mktemp("rabbit"), prefix=NS) as rabbit:
+        yield rabbit
+
+
+@pytest.fixture
+def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRedis]:
+    """A Redis of the test's own, for the tests that stop their Redis: the machine's is shared and never stopped."""
+    with running_redis(tmp_path_factory.mktemp("redis")) as redis:
+        yield redis
+
+
 @pytest.fixture
 async def api(settings: Settings) -> AsyncIterator[Api]:
     """The API in this process, lifespan and all, behind an httpx client."""
@@ -194,12 +211,6 @@ async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterat
         yield db
     finally:
         await db.dispose()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("broker_restart"):
-            item.add_marker(pytest.mark.slow)
 
 
 @contextlib.asynccontextmanager

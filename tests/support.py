@@ -1,4 +1,4 @@
-"""Test helpers: an API client, a broker probe, polling, service control and subprocesses."""
+"""Test helpers: an API client, a broker probe, polling, outages of private services and subprocesses."""
 
 import asyncio
 import contextlib
@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.topology import Topology
 from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
+from bench.private_services import PrivateRabbit, PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -129,10 +130,6 @@ class BrokerProbe:
         await self.connection.close()
 
 
-def rabbitmqctl(*args: str) -> None:
-    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
-
-
 def rabbitmqctl_json(*args: str) -> list[dict[str, Any]]:
     """What a `rabbitmqctl` listing command prints, one dict per row."""
     out = subprocess.run(
@@ -143,50 +140,33 @@ def rabbitmqctl_json(*args: str) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def rabbitmq_stopped() -> Iterator[None]:
-    """Stop the RabbitMQ application for the block; always start it again."""
-    rabbitmqctl("stop_app")
+def rabbitmq_stopped(rabbit: PrivateRabbit) -> Iterator[None]:
+    """Stop the RabbitMQ application of a node of the test's own for the block; always start it again."""
+    rabbit.stop_app()
     try:
         yield
     finally:
-        rabbitmqctl("start_app")
-        rabbitmqctl("await_startup")
+        rabbit.start_app()
 
 
 @contextlib.contextmanager
-def redis_stopped() -> Iterator[None]:
-    """Stop the local Redis for the block; always start it again with the machine's own command."""
-    subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"], capture_output=True, timeout=30)
+def redis_stopped(redis: PrivateRedis) -> Iterator[None]:
+    """Stop a Redis of the test's own for the block (what it held is gone); always start it again, same port."""
+    redis.stop()
     try:
         yield
     finally:
-        subprocess.run(
-            [
-                "redis-server",
-                "--daemonize",
-                "yes",
-                "--bind",
-                "127.0.0.1",
-                "-::1",
-                "--port",
-                "6379",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                "/var/lib/redis",
-                "--logfile",
-                "/var/log/redis/ci.log",
-            ],
-            check=True,
-            timeout=30,
-        )
-        deadline = time.monotonic() + 20
-        while subprocess.run(["redis-cli", "-h", "127.0.0.1", "ping"], capture_output=True).stdout.strip() != b"PONG":
-            if time.monotonic() > deadline:
-                raise RuntimeError("Redis did not come back")
-            time.sleep(0.2)
+        redis.start()
+
+
+@contextlib.asynccontextmanager
+async def broker_probe(url: str, topology: Topology) -> AsyncIterator[BrokerProbe]:
+    """A `BrokerProbe` on the broker at `url`, closed on the way out."""
+    probe = await BrokerProbe.connect(url, topology)
+    try:
+        yield probe
+    finally:
+        await probe.close()
 
 
 @dataclass

@@ -15,6 +15,7 @@ from app.main import create_app
 from app.models.tables import JOBS
 from app.services.breakers import CHECK_SCRIPT
 from app.services.rate_limit import SLIDE_SCRIPT
+from bench.private_services import PrivateRedis
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import Api, api_with, app_process, free_port, redis_stopped, until_status, wait_for
 
@@ -90,10 +91,12 @@ async def test_two_api_processes_racing_on_one_key_create_one_job(db: AsyncEngin
 
 
 @pytest.mark.slow
-async def test_with_redis_down_submits_succeed_idempotency_holds_and_the_limiter_fails_open() -> None:
-    async with guarded(make_settings(rate_limit_per_minute=3)) as api:
+async def test_with_redis_down_submits_succeed_idempotency_holds_and_the_limiter_fails_open(
+    private_redis: PrivateRedis,
+) -> None:
+    async with guarded(make_settings(rate_limit_per_minute=3, redis_url=private_redis.url)) as api:
         headers = await api.new_client("no-redis")
-        with redis_stopped():
+        with redis_stopped(private_redis):
             answers = [await api.submit(headers, payload={"n": n}) for n in range(5)]
             first = await api.submit(headers, idempotency_key="k-1")
             again = await api.submit(headers, idempotency_key="k-1")

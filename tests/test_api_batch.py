@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Lane
 from app.main import create_app
 from app.models.tables import JOBS
+from bench.private_services import PrivateRabbit
 from tests.conftest import ADMIN_KEY, make_settings
 from tests.support import Api, BrokerProbe, api_with, rabbitmq_stopped, trail, until_status, wait_for
 
@@ -260,20 +261,21 @@ async def test_each_callback_url_passes_the_ssrf_guard(db: AsyncEngine) -> None:
     assert await count_jobs(db, "batch-ssrf") == 0
 
 
-@pytest.mark.broker_restart
-async def test_with_the_broker_down_a_batch_is_pending_then_relayed(api: Api) -> None:
-    headers = await api.new_client("batch-outage")
-    with rabbitmq_stopped():
-        answer = await post_batch(api, headers, [echo(1), echo(2)])
-        assert answer.status_code == 201, answer.text
-        items = answer.json()["items"]
-        assert [(i["outcome"], i["job"]["status"]) for i in items] == [("pending", "pending")] * 2
+@pytest.mark.slow
+async def test_with_the_broker_down_a_batch_is_pending_then_relayed(private_rabbit: PrivateRabbit) -> None:
+    async with guarded(rabbitmq_url=private_rabbit.url) as api:
+        headers = await api.new_client("batch-outage")
+        with rabbitmq_stopped(private_rabbit):
+            answer = await post_batch(api, headers, [echo(1), echo(2)])
+            assert answer.status_code == 201, answer.text
+            items = answer.json()["items"]
+            assert [(i["outcome"], i["job"]["status"]) for i in items] == [("pending", "pending")] * 2
 
-    async def all_queued() -> bool:
-        statuses = [(await api.job(headers, item["job"]["id"]))["status"] for item in items]
-        return statuses == ["queued", "queued"]
+        async def all_queued() -> bool:
+            statuses = [(await api.job(headers, item["job"]["id"]))["status"] for item in items]
+            return statuses == ["queued", "queued"]
 
-    await wait_for(all_queued, within=30)
+        await wait_for(all_queued, within=30)
 
 
 async def test_the_openapi_documents_the_batch(api: Api) -> None:

@@ -9,36 +9,46 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Lane
+from app.core.topology import build_topology
+from app.main import create_app
 from app.models.tables import JOBS
+from bench.private_services import PrivateRabbit
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
-from tests.support import Api, BrokerProbe, app_process, free_port, rabbitmq_stopped, until_serving, wait_for
+from tests.support import (
+    BrokerProbe,
+    api_with,
+    app_process,
+    broker_probe,
+    free_port,
+    rabbitmq_stopped,
+    until_serving,
+    wait_for,
+)
 
 
-@pytest.mark.broker_restart
-async def test_broker_down_gives_202_pending_then_the_relay_publishes_once(api: Api, broker: BrokerProbe) -> None:
-    lane = broker.topology.names.lane_queue(Lane.DEFAULT)
-    headers = await api.new_client("outage")
-    with rabbitmq_stopped():
-        answer = await api.submit(headers, payload={"during": "outage"})
-        assert answer.status_code == 202, answer.text
-        job = answer.json()
-        assert job["status"] == "pending"
-        assert (await api.job(headers, job["id"]))["status"] == "pending"
-    # The probe's connection died with the broker; look through a new one.
-    await broker.close()
-    probe = await BrokerProbe.connect("amqp://guest:guest@127.0.0.1:5672/", broker.topology)
-    try:
+@pytest.mark.slow
+async def test_broker_down_gives_202_pending_then_the_relay_publishes_once(private_rabbit: PrivateRabbit) -> None:
+    settings = make_settings(rabbitmq_url=private_rabbit.url)
+    async with api_with(create_app(settings), ADMIN_KEY) as api:
+        topology = build_topology(settings)
+        lane = topology.names.lane_queue(Lane.DEFAULT)
+        headers = await api.new_client("outage")
+        with rabbitmq_stopped(private_rabbit):
+            answer = await api.submit(headers, payload={"during": "outage"})
+            assert answer.status_code == 202, answer.text
+            job = answer.json()
+            assert job["status"] == "pending"
+            assert (await api.job(headers, job["id"]))["status"] == "pending"
+        async with broker_probe(private_rabbit.url, topology) as probe:
 
-        async def queued() -> bool:
-            return (await api.job(headers, job["id"]))["status"] == "queued"
+            async def queued() -> bool:
+                return (await api.job(headers, job["id"]))["status"] == "queued"
 
-        await wait_for(queued, within=30)
-        messages = await probe.take_all(lane)
-        assert [m.message_id for m in messages].count(job["id"]) == 1
-        events = (await api.client.get(f"/api/v1/jobs/{job['id']}/events", headers=headers)).json()
-        assert [e["event"] for e in events] == ["created", "queued"]
-    finally:
-        await probe.close()
+            await wait_for(queued, within=30)
+            messages = await probe.take_all(lane)
+            assert [m.message_id for m in messages].count(job["id"]) == 1
+            events = (await api.client.get(f"/api/v1/jobs/{job['id']}/events", headers=headers)).json()
+            assert [e["event"] for e in events] == ["created", "queued"]
 
 
 async def test_a_crash_between_commit_and_publish_is_healed_by_the_relay(

@@ -1,4 +1,5 @@
-"""Worker processes under kill -9, SIGTERM, a broker restart and a Redis outage: nothing lost, nothing twice."""
+"""Worker processes under kill -9, SIGTERM, a broker restart and a Redis outage (of a broker and a Redis of the
+test's own: the machine's are shared and never stopped): nothing lost, nothing twice."""
 
 import asyncio
 from pathlib import Path
@@ -8,12 +9,17 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Lane
+from app.core.topology import build_topology
+from app.main import create_app
 from app.models.tables import JOB_EVENTS, JOBS
-from tests.conftest import make_settings, settings_env
+from bench.private_services import PrivateRabbit, PrivateRedis
+from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import (
     Api,
     BrokerProbe,
+    api_with,
     app_process,
+    broker_probe,
     rabbitmq_stopped,
     redis_stopped,
     trail,
@@ -82,49 +88,51 @@ async def test_sigterm_past_the_grace_period_leaves_the_job_for_redelivery(
     assert (done["status"], done["attempts"]) == ("succeeded", 2)
 
 
-@pytest.mark.broker_restart
-async def test_rabbitmq_restart_while_200_jobs_flow(api: Api, broker: BrokerProbe, tmp_path: Path) -> None:
-    headers = await api.new_client("crash-rabbit")
-    settings = make_settings()
-    with app_process(["worker", "jobs"], worker_env(), tmp_path / "w.log") as process:
-        await wait_for(lambda: consumers_up(broker, settings.job_consumers_default), within=20)
-        ids = [
-            (await api.submit(headers, job_type="sleep", payload={"seconds": 0.02})).json()["id"] for _ in range(100)
-        ]
-        await broker.close()
-        with rabbitmq_stopped():
-            # Submits during the outage are saved as pending and relayed later.
-            ids += [
-                (await api.submit(headers, job_type="sleep", payload={"seconds": 0.02})).json()["id"]
-                for _ in range(100)
-            ]
-        probe = await BrokerProbe.connect("amqp://guest:guest@127.0.0.1:5672/", broker.topology)
-        try:
-            statuses = await _all_finished(api, headers, ids, within=90)
-            assert statuses == {"succeeded": 200}, process.output()[-3000:]
-            names = probe.topology.names
-            consumers = {lane: await probe.consumers(names.lane_queue(lane)) for lane in Lane}
-            assert consumers == {
-                Lane.CRITICAL: settings.job_consumers_critical,
-                Lane.DEFAULT: settings.job_consumers_default,
-                Lane.BULK: settings.job_consumers_bulk,
-            }
-        finally:
-            await probe.close()
+async def test_rabbitmq_restart_while_200_jobs_flow(private_rabbit: PrivateRabbit, tmp_path: Path) -> None:
+    settings = make_settings(rabbitmq_url=private_rabbit.url)
+    topology = build_topology(settings)
+    async with api_with(create_app(settings), ADMIN_KEY) as api:
+        headers = await api.new_client("crash-rabbit")
+        with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w.log") as process:
+            async with broker_probe(private_rabbit.url, topology) as before:
+                await wait_for(lambda: consumers_up(before, settings.job_consumers_default), within=20)
+                ids = [
+                    (await api.submit(headers, job_type="sleep", payload={"seconds": 0.02})).json()["id"]
+                    for _ in range(100)
+                ]
+            with rabbitmq_stopped(private_rabbit):
+                # Submits during the outage are saved as pending and relayed later.
+                ids += [
+                    (await api.submit(headers, job_type="sleep", payload={"seconds": 0.02})).json()["id"]
+                    for _ in range(100)
+                ]
+            async with broker_probe(private_rabbit.url, topology) as probe:
+                statuses = await _all_finished(api, headers, ids, within=90)
+                assert statuses == {"succeeded": 200}, process.output()[-3000:]
+                names = probe.topology.names
+                consumers = {lane: await probe.consumers(names.lane_queue(lane)) for lane in Lane}
+                assert consumers == {
+                    Lane.CRITICAL: settings.job_consumers_critical,
+                    Lane.DEFAULT: settings.job_consumers_default,
+                    Lane.BULK: settings.job_consumers_bulk,
+                }
 
 
 async def test_redis_down_jobs_still_finish_on_the_database_lease(
-    api: Api, broker: BrokerProbe, tmp_path: Path
+    private_redis: PrivateRedis, broker: BrokerProbe, tmp_path: Path
 ) -> None:
-    headers = await api.new_client("crash-redis")
-    with app_process(["worker", "jobs"], worker_env(), tmp_path / "w.log") as process:
-        await wait_for(lambda: consumers_up(broker), within=20)
-        with redis_stopped():
-            ids = [
-                (await api.submit(headers, job_type="sleep", payload={"seconds": 0.05})).json()["id"] for _ in range(20)
-            ]
-            statuses = await _all_finished(api, headers, ids, within=60)
-        assert statuses == {"succeeded": 20}, process.output()[-3000:]
+    settings = make_settings(redis_url=private_redis.url)
+    async with api_with(create_app(settings), ADMIN_KEY) as api:
+        headers = await api.new_client("crash-redis")
+        with app_process(["worker", "jobs"], settings_env(settings), tmp_path / "w.log") as process:
+            await wait_for(lambda: consumers_up(broker), within=20)
+            with redis_stopped(private_redis):
+                ids = [
+                    (await api.submit(headers, job_type="sleep", payload={"seconds": 0.05})).json()["id"]
+                    for _ in range(20)
+                ]
+                statuses = await _all_finished(api, headers, ids, within=60)
+            assert statuses == {"succeeded": 20}, process.output()[-3000:]
 
 
 async def test_500_echo_jobs_through_one_worker_process_each_exactly_once(
