@@ -108,9 +108,10 @@ class Node:
 
     def stop(self) -> None:
         """Stop the node the way an operator would (by its pid if it lingers); its data stays."""
+        pid = _pid(self)  # read first: a node that stops cleanly removes its pid file before its VM has exited
         if self.home.exists():
             self.ctl("stop", timeout=60, check=False)
-        _wait_gone(self)
+        _wait_gone(self, pid)
 
     def ctl(self, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
         """`rabbitmqctl -n <node> ...` with the node's own cookie."""
@@ -197,11 +198,12 @@ class Cluster:
 
     def stop(self) -> None:
         """Stop every node (by rabbitmqctl, then by its pid if it lingers) and remove the folder."""
+        pids = [_pid(node) for node in self.nodes]
         for node in self.nodes:
             if node.home.exists():
                 node.ctl("stop", timeout=60, check=False)
-        for node in self.nodes:
-            _wait_gone(node)
+        for node, pid in zip(self.nodes, pids, strict=True):
+            _wait_gone(node, pid)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _save(self) -> None:
@@ -240,9 +242,8 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
 
 
-def _wait_gone(node: Node, seconds: float = 30) -> None:
-    """Wait for the node's VM to exit; SIGKILL it by its own pid when it does not."""
-    pid = _pid(node)
+def _wait_gone(node: Node, pid: int | None, seconds: float = 30) -> None:
+    """Wait for the node's VM (`pid`, read before it was asked to stop) to exit; SIGKILL it when it does not."""
     if pid is None:
         return
     deadline = time.monotonic() + seconds
