@@ -50,6 +50,7 @@ from app.services.jobs import JobService
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
+from app.services.revoked_streams import RevokedStreams
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
@@ -82,6 +83,8 @@ async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         runtime.add(Hooks("reply_inbox", inbox.start, inbox.close))
         state = api_state(runtime.resources, runtime.outbox, feed, inbox, runtime.held)
         runtime.add(Hooks("job_service", nothing, state.jobs.close))
+        revoked = RevokedStreams(state.keys, hub)
+        runtime.add(Hooks("revoked_streams", revoked.start, revoked.stop))
         embedded = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
         add_gauges(runtime, embedded)
         for name, worker in embedded.items():
