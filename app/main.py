@@ -58,6 +58,7 @@ from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
+PARENT_GONE_MARGIN_SECONDS = 5.0  # past the shutdown grace, for the lifespan's own stop
 
 
 @asynccontextmanager
@@ -135,8 +136,8 @@ def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorke
 def app_from_environment() -> FastAPI:
     """The app of one of several API processes (`python -m app api --processes N`): settings and logging from
     the environment, as the parent read them. It ends when the parent does, even one killed with SIGKILL."""
-    stay_with_parent()
     settings = get_settings()
+    stay_with_parent(settings.shutdown_grace_seconds + PARENT_GONE_MARGIN_SECONDS)
     configure_logging(settings)
     app = create_app(settings)
     settle()
