@@ -8,7 +8,7 @@ from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 from loguru import logger
 
-from app.api import errors, http_metrics
+from app.api import docs_pages, errors, http_metrics
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
 from app.api.routes import (
@@ -152,6 +152,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Submit jobs over REST; workers run them; results reach you as signed webhooks.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # served with their assets by app/api/docs_pages.py
+        redoc_url=None,
     )
     app.state.settings = settings or get_settings()
     app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
@@ -179,5 +181,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(module.router)
     dashboard.mount(app)
+    docs_pages.mount(app)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app
