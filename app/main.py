@@ -8,7 +8,7 @@ from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 from loguru import logger
 
-from app.api import errors, http_metrics
+from app.api import docs_pages, errors, http_metrics
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
 from app.api.routes import (
@@ -50,6 +50,7 @@ from app.services.jobs import JobService
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
+from app.services.revoked_streams import RevokedStreams
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
@@ -57,6 +58,7 @@ from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
+PARENT_GONE_MARGIN_SECONDS = 5.0  # past the shutdown grace, for the lifespan's own stop
 
 
 @asynccontextmanager
@@ -82,6 +84,8 @@ async def _run(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         runtime.add(Hooks("reply_inbox", inbox.start, inbox.close))
         state = api_state(runtime.resources, runtime.outbox, feed, inbox, runtime.held)
         runtime.add(Hooks("job_service", nothing, state.jobs.close))
+        revoked = RevokedStreams(state.keys, hub)
+        runtime.add(Hooks("revoked_streams", revoked.start, revoked.stop))
         embedded = embedded_workers(runtime.resources, runtime.outbox) if settings.embedded_workers else {}
         add_gauges(runtime, embedded)
         for name, worker in embedded.items():
@@ -132,8 +136,8 @@ def embedded_workers(resources: Resources, outbox: Outbox) -> dict[str, JobWorke
 def app_from_environment() -> FastAPI:
     """The app of one of several API processes (`python -m app api --processes N`): settings and logging from
     the environment, as the parent read them. It ends when the parent does, even one killed with SIGKILL."""
-    stay_with_parent()
     settings = get_settings()
+    stay_with_parent(settings.shutdown_grace_seconds + PARENT_GONE_MARGIN_SECONDS)
     configure_logging(settings)
     app = create_app(settings)
     settle()
@@ -148,6 +152,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Submit jobs over REST; workers run them; results reach you as signed webhooks.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # served with their assets by app/api/docs_pages.py
+        redoc_url=None,
     )
     app.state.settings = settings or get_settings()
     app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
@@ -175,5 +181,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(module.router)
     dashboard.mount(app)
+    docs_pages.mount(app)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
     return app

@@ -383,3 +383,28 @@ async def _arrives(feed: EventFeed, job_id: str, event_id: str) -> None:
         await broker.publish(Outgoing(names.events_exchange, key, dumps(body), mandatory=False))
         arrived = await asyncio.wait_for(subscription.next(), WITHIN)
         assert arrived is not None and arrived.id == event_id
+
+
+REVOKED_WITHIN = 5  # the contract's bound on a revoked key's open streams
+
+
+async def test_a_revoked_keys_open_streams_end_within_five_seconds(
+    api: Api, served: httpx.AsyncClient, worker: JobWorker
+) -> None:
+    await worker.stop(grace=5)  # the job stays queued, so its stream stays open until something ends it
+    created = await api.client.post("/api/v1/api-keys", json={"client_id": "revoked-watcher"}, headers=api.admin)
+    revoked = {"Authorization": f"Bearer {created.json()['api_key']}"}
+    job_id = await submitted(api, revoked)
+    async with (
+        stream(served, f"/api/v1/jobs/{job_id}/stream", revoked) as job_live,
+        stream(served, "/api/v1/events/stream", revoked) as events_live,
+    ):
+        first = await job_live.next()
+        assert first is not None and first.event == "job.queued"
+        answer = await api.client.delete(f"/api/v1/api-keys/{created.json()['id']}", headers=api.admin)
+        assert answer.status_code == 204
+        after = await asyncio.wait_for(asyncio.gather(job_live.rest(), events_live.rest()), REVOKED_WITHIN)
+        assert (job_live.ended, events_live.ended, after) == (True, True, [[], []])
+    await worker.start()  # the job runs now: the revoked key sees none of it
+    await until_status(api, api.admin, job_id, WITHIN)
+    assert (await served.get("/api/v1/events/stream", headers=revoked)).status_code == 401

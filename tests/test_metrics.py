@@ -6,6 +6,7 @@ import contextlib
 import json
 import re
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -428,3 +429,54 @@ def _query_equals(prom: httpx.AsyncClient, query: str, expected: str) -> Callabl
         return bool(result) and result[0]["value"][1] == expected
 
     return check
+
+
+def _two_free_ports() -> tuple[int, int]:
+    """Two free ports side by side: a worker's METRICS_PORT and the next one, where another worker listens."""
+    while True:
+        port = free_port()
+        with contextlib.suppress(OSError), socket.socket() as probe:
+            probe.bind(("127.0.0.1", port + 1))
+            return port, port + 1
+
+
+def _worker_ids(samples: Samples, name: str) -> set[str]:
+    return {s["worker_id"] for s in labelled(samples, "worker_heartbeat_timestamp") if s["worker_id"].endswith(name)}
+
+
+@pytest.mark.slow
+async def test_several_job_worker_processes_serve_their_metrics_on_one_port_beside_a_webhook_worker(
+    tmp_path: Path,
+) -> None:
+    """`worker jobs --processes 2` answers on METRICS_PORT alone, for both children; a webhook worker on the next
+    port serves its own beside it."""
+    jobs_port, webhooks_port = _two_free_ports()
+    jobs_env = env_without_dotenv(settings_env(metrics_settings(metrics_port=jobs_port)))
+    webhooks_env = env_without_dotenv(settings_env(metrics_settings(metrics_port=webhooks_port)))
+
+    def reader(port: int) -> Callable[[], Awaitable[Samples]]:
+        async def read() -> Samples:
+            async with httpx.AsyncClient(timeout=5) as http:
+                try:
+                    answer = await http.get(f"http://127.0.0.1:{port}/metrics")
+                except httpx.TransportError:
+                    return {}
+            return parse(answer.text) if answer.status_code == 200 else {}
+
+        return read
+
+    with (
+        app_process(["worker", "webhooks"], webhooks_env, tmp_path / "webhooks.log") as webhooks,
+        app_process(["worker", "jobs", "--processes", "2"], jobs_env, tmp_path / "jobs.log") as jobs,
+    ):
+        both = await wait_for(
+            scraped_until(reader(jobs_port), lambda now: len(_worker_ids(now, "job_worker")) == 2), within=60
+        )
+        assert not _worker_ids(both, "webhook_worker")
+        hooks = await wait_for(
+            scraped_until(reader(webhooks_port), lambda now: bool(_worker_ids(now, "webhook_worker"))), within=60
+        )
+        assert not _worker_ids(hooks, "job_worker"), jobs.output()
+        logs = jobs.output() + webhooks.output()
+        assert "cannot serve metrics" not in logs, logs
+        assert jobs.terminate() == 0 and webhooks.terminate() == 0, jobs.output()

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from app.core.names import Lane
-from tests.conftest import make_settings, settings_env
+from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import ROOT, Api, BrokerProbe, Process, app_process, free_port, until_serving, until_status, wait_for
 
 pytestmark = pytest.mark.slow
@@ -120,3 +120,31 @@ def _spawned(pid: int) -> list[str]:
     """The pids of `pid`'s multiprocessing children (uvicorn's worker processes)."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     return [c for c in children if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+async def test_api_processes_busy_with_a_long_request_end_soon_after_a_killed_parent(tmp_path: Path) -> None:
+    """A request that waits a minute for its job (no worker runs it) does not keep a child alive for that minute
+    once its parent was SIGKILLed: the child stops gracefully, and at the end of its shutdown grace (10 s in the
+    tests) it exits whatever is still open."""
+    async with two_api_processes(tmp_path) as (parent, client):
+        children = _spawned(parent.popen.pid)
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        key = (await client.post("/api/v1/api-keys", json={"client_id": "long-wait"}, headers=admin)).json()
+        headers = {"Authorization": f"Bearer {key['api_key']}"}
+        body = {"job_type": "echo", "payload": {}}
+        waiting = asyncio.create_task(client.post("/api/v1/jobs?wait=60", json=body, headers=headers, timeout=90))
+
+        async def saved() -> bool:  # the job is saved, so its request is now waiting for it
+            return bool((await client.get("/api/v1/jobs", headers=headers)).json()["items"])
+
+        try:
+            await wait_for(saved, within=30)
+            parent.kill()
+
+            async def all_gone() -> bool:
+                return not any(_running(child) for child in children)
+
+            await wait_for(all_gone, within=40, interval=0.2)
+        finally:
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)

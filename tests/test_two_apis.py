@@ -104,3 +104,17 @@ async def test_a_worker_stopped_through_one_process_is_seen_stopped_through_the_
     finally:  # a stop outlives the processes by design: leave none behind
         await redis.delete(Names(NS).worker_desired_key)
         await redis.aclose()
+
+
+async def test_a_key_revoked_through_one_process_ends_its_streams_on_the_other(apis: list[Api]) -> None:
+    created = await apis[0].client.post("/api/v1/api-keys", json={"client_id": "two-apis-sse"}, headers=apis[0].admin)
+    headers = {"Authorization": f"Bearer {created.json()['api_key']}"}
+    async with apis[1].client.stream("GET", "/api/v1/events/stream", headers=headers) as live:
+        assert live.status_code == 200
+        answer = await apis[0].client.delete(f"/api/v1/api-keys/{created.json()['id']}", headers=apis[0].admin)
+        assert answer.status_code == 204
+
+        async def messages() -> list[str]:
+            return [line async for line in live.aiter_lines() if line.startswith("data:")]
+
+        assert await asyncio.wait_for(messages(), 5) == []  # the stream ended, with no event after the revocation

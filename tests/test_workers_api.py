@@ -229,3 +229,26 @@ def test_rates_are_worked_out_over_the_last_minute() -> None:
     assert rates.add(report(120, 1), now=1010.0) == (2.0, 0.05)
     # Samples older than a minute are forgotten: the rate is the last minute's alone.
     assert rates.add(report(130, 1), now=1065.0) == (round(10 / 55, 3), 0.0)
+
+
+async def test_ready_reports_the_workers_other_processes_run(fast_api: Api, tmp_path: Path) -> None:
+    """An API process without embedded workers reads /ready's job_worker and webhook_worker from every process's
+    heartbeat: running while any process runs one, stopped when stopped everywhere, disabled when none runs."""
+    api = fast_api
+    env = settings_env(make_settings(**BEAT, **LANES, metrics_port=0))
+
+    async def ready_is(job_worker: str, webhook_worker: str = "disabled") -> bool:
+        answer = await api.client.get("/ready")
+        components = answer.json()["components"]
+        wanted = answer.status_code == 200
+        return wanted and (components["job_worker"], components["webhook_worker"]) == (job_worker, webhook_worker)
+
+    await wait_for(lambda: ready_is("disabled"), within=30)
+    with app_process(["worker", "jobs"], env, tmp_path / "w.log") as worker:
+        await wait_for(lambda: ready_is("running"), within=30)
+        await command(api, "job_worker", "stop")
+        await wait_for(lambda: ready_is("stopped"))  # stopped on purpose: the API still serves (200)
+        await command(api, "job_worker", "start")
+        await wait_for(lambda: ready_is("running"))
+        assert await asyncio.to_thread(worker.terminate) == 0, worker.output()
+    await wait_for(lambda: ready_is("disabled"))  # the process took itself out

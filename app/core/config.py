@@ -180,9 +180,9 @@ class Settings(BaseSettings):
     metrics_port: int = Field(default=9100, ge=0, le=65535)
     """A worker process started on its own (`python -m app worker jobs|webhooks`) serves Prometheus metrics on
     http://HOST:METRICS_PORT/metrics; 0 turns that off. The API serves its own at /metrics on PORT. With
-    `--processes N` each child serves on METRICS_PORT + its index (0, 1, ...). The N processes of
-    `python -m app api --processes N` answer /metrics together, from values shared in a temporary folder
-    (prometheus_client's PROMETHEUS_MULTIPROC_DIR variable names another)."""
+    `--processes N` the parent serves every child's on METRICS_PORT (one port, so a worker of the other kind may
+    take the next). The N processes of `python -m app api --processes N` answer /metrics together, from values
+    shared in a temporary folder (prometheus_client's PROMETHEUS_MULTIPROC_DIR variable names another)."""
     metrics_interval_seconds: float = Field(default=10, gt=0)
     """Seconds between two readings of the gauges that need I/O: queue depths, outbox backlog, circuits,
     heartbeats."""

@@ -56,7 +56,7 @@ class ApiKeyService:
         if self.admin_key and hmac.compare_digest(key.encode(), self.admin_key.encode()):
             return Principal(key_id=None, client_id=ADMIN_CLIENT, admin=True)
         digest = hash_key(key)
-        generation = await self._generation()
+        generation = await self.generation()
         cached = self._cache.get(digest)
         if cached is not None and generation is not None and cached[1] == generation:
             self._cache.move_to_end(digest)
@@ -79,7 +79,7 @@ class ApiKeyService:
         if len(self._cache) > CACHED_KEYS:
             self._cache.popitem(last=False)
 
-    async def _generation(self) -> bytes | None:
+    async def generation(self) -> bytes | None:
         """The revocation generation, a random token (a Redis that lost it gets a new one, so no stale cache
         survives a Redis restart); None (trust nothing cached) when Redis cannot say."""
         if self.redis is None:
@@ -92,6 +92,13 @@ class ApiKeyService:
         except (RedisError, OSError):
             return None
         return value.encode() if isinstance(value, str) else value
+
+    async def revoked_among(self, key_ids: set[str]) -> set[str]:
+        """Those of `key_ids` that are revoked (or gone)."""
+        query = select(KEYS.c.id).where(KEYS.c.id.in_(list(key_ids)), KEYS.c.revoked_at.is_(None))
+        async with self.engine.connect() as conn:
+            live = set((await conn.execute(query)).scalars())
+        return key_ids - live
 
     async def _bump(self) -> None:
         """A new generation, so every process stops trusting its cache; retried until Redis takes it."""

@@ -1,6 +1,7 @@
 """Recurring schedules firing: one transaction per batch takes the due schedules (a claim two schedulers cannot
 both win), moves each to its next firing and saves the job each firing makes, under the idempotency key
-`schedule:<id>:<fire time>` that the jobs' unique index holds to one job per firing."""
+`schedule:<id>:<fire time>` that the jobs' unique index holds to one job per firing. A firing over its client's
+rate limit waits: its schedule is left as it was, still due (services/firing_limits.py)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +20,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
+from app.services.firing_limits import FiringLimits
 from app.services.outbox import Outbox
 from app.services.submit import Draft, insert_drafts, new_drafts
 
@@ -55,13 +57,16 @@ def plan(schedule: Row, now: datetime) -> Firing:
     return Firing(schedule, fire_at, following)
 
 
-def _due(now: datetime) -> ColumnElement[bool]:
-    return and_(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
+def _due(now: datetime, held: frozenset[str]) -> ColumnElement[bool]:
+    due = and_(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
+    return and_(due, SCHEDULES.c.client_id.not_in(sorted(held))) if held else due
 
 
-def claim_due(now: datetime, limit: int) -> Select[Any]:
-    """The due schedules, locked for this transaction; another scheduler passes over them (`skip_locked`)."""
-    return skip_locked(select(SCHEDULES).where(_due(now)).order_by(SCHEDULES.c.next_run_at).limit(limit), SCHEDULES)
+def claim_due(now: datetime, limit: int, held: frozenset[str] = frozenset()) -> Select[Any]:
+    """The due schedules, but those of `held` clients, locked for this transaction; another scheduler passes over
+    them (`skip_locked`)."""
+    query = select(SCHEDULES).where(_due(now, held)).order_by(SCHEDULES.c.next_run_at).limit(limit)
+    return skip_locked(query, SCHEDULES)
 
 
 def advance(firings: list[Firing], now: datetime) -> Update:
@@ -84,19 +89,25 @@ def advance(firings: list[Firing], now: datetime) -> Update:
     )
 
 
-async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int) -> int:
-    """Fire up to `limit` due schedules, each once; publish their jobs after the commit. Returns how many fired."""
-    now = utcnow()
+async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int, limits: FiringLimits) -> int:
+    """Fire up to `limit` due schedules, each once, as their clients' rate limits allow; publish their jobs after
+    the commit. Returns how many schedules it took (fired, or found fired already)."""
+    now, held = utcnow(), limits.held_clients()
     async with engine.connect() as conn:  # most cycles find nothing due: a read, not a locking transaction
-        if (await conn.execute(select(SCHEDULES.c.id).where(_due(now)).limit(1))).first() is None:
+        if (await conn.execute(select(SCHEDULES.c.id).where(_due(now, held)).limit(1))).first() is None:
             return 0
     async with engine.begin() as conn:
-        firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit))]
+        firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit, held))]
+        drafts = await _new_jobs(conn, names, firings) if firings else []
+        allowed = await limits.allowed(drafts)
+        waiting = {d.key for d in drafts if d.key not in allowed}
+        firings = [f for f in firings if firing_key(f.schedule["id"], f.fire_at) not in waiting]
         if not firings:
             return 0
         taken = set((await conn.execute(advance(firings, now))).scalars())
         mine = [f for f in firings if f.schedule["id"] in taken]
-        staged = await insert_drafts(conn, await _new_jobs(conn, names, mine)) if mine else []
+        keys = {firing_key(f.schedule["id"], f.fire_at) for f in mine}
+        staged = await insert_drafts(conn, [d for d in drafts if d.key in keys]) if mine else []
     for firing in mine:  # fired when committed: the lag is counted then, not after the publish
         metrics.scheduler_lag(metrics.RECURRING).observe(max(0.0, (now - firing.fire_at).total_seconds()))
     await outbox.publish(staged)

@@ -49,9 +49,10 @@ class Subscription:
     """One stream's events; when `size` are waiting, the next one closes it instead (its client reads too slowly,
     and would otherwise be buffered without bound)."""
 
-    def __init__(self, wanted: Wanted, size: int) -> None:
+    def __init__(self, wanted: Wanted, size: int, key_id: str | None = None) -> None:
         self.wanted = wanted
         self.size = size
+        self.key_id = key_id  # the API key it was opened with (None: the configured admin key)
         self.closed = False
         self.overflowed = False
         self._queue: asyncio.Queue[LiveEvent | None] = asyncio.Queue()
@@ -89,9 +90,9 @@ class Hub:
         self.changed_at = -math.inf  # when a stream last opened or closed (monotonic)
 
     @contextmanager
-    def subscribed(self, wanted: Wanted) -> Iterator[Subscription]:
-        """A subscription for the block; events that arrive from now on wait in it."""
-        subscription = Subscription(wanted, self.size)
+    def subscribed(self, wanted: Wanted, key_id: str | None = None) -> Iterator[Subscription]:
+        """A subscription for the block, opened with API key `key_id`; events that arrive from now on wait in it."""
+        subscription = Subscription(wanted, self.size, key_id)
         self._subscriptions.add(subscription)
         self.changed_at = time.monotonic()
         try:
@@ -113,6 +114,18 @@ class Hub:
         for subscription in list(self._subscriptions):
             subscription.close()
         self._subscriptions.clear()
+
+    def key_ids(self) -> set[str]:
+        """The API keys the open streams were opened with."""
+        return {s.key_id for s in self._subscriptions if s.key_id is not None}
+
+    def close_keys(self, key_ids: set[str]) -> int:
+        """End every stream opened with one of `key_ids` (revoked keys); how many ended."""
+        ending = [s for s in self._subscriptions if s.key_id in key_ids]
+        for subscription in ending:
+            subscription.close()
+            self._subscriptions.discard(subscription)
+        return len(ending)
 
     def __len__(self) -> int:
         return len(self._subscriptions)

@@ -85,7 +85,7 @@ class LiveStreams:
     async def job(self, principal: Principal, job_id: str, last_event_id: str | None) -> AsyncIterator[LiveEvent]:
         """The job's current state (or, after `last_event_id`, what followed it), then each change until a
         terminal one."""
-        with self.hub.subscribed(lambda event: event.job_id == job_id) as subscription:
+        with self.hub.subscribed(lambda event: event.job_id == job_id, principal.key_id) as subscription:
             job = await self.visible_job(principal, job_id)
             if job is None:
                 return
@@ -114,7 +114,11 @@ class LiveStreams:
         """Every event of the caller's jobs that `wanted` admits: first those after `last_event_id` from the
         audit trail, then live."""
         sent = LastSeqs()
-        with self.hub.subscribed(lambda event: sees(principal, event.client_id) and wanted.admits(event)) as sub:
+
+        def admitted(event: LiveEvent) -> bool:
+            return sees(principal, event.client_id) and wanted.admits(event)
+
+        with self.hub.subscribed(admitted, principal.key_id) as sub:
             ref = parse_event_id(last_event_id)
             if ref is not None:
                 async for event in self._replay(principal, wanted, ref):

@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 
 from app.core.broker import Broker, Outgoing
 from app.core.names import Names
+from app.core.statuses import WorkerState
 
 # Every worker name this service can run, so a name no live process reports yet is still known (not a 404).
 RUNNABLE = (
@@ -95,6 +96,15 @@ class WorkerDirectory:
         """The worker names an operator has stopped."""
         desired = await self.redis.hgetall(self.names.worker_desired_key)
         return {_text(name) for name, action in desired.items() if _text(action) == Action.STOP}
+
+
+def deployment_state(states: list[str]) -> str:
+    """One worker's state across the deployment, from each process's: running when any runs it, stopped when
+    every process that has it is stopped (or stopping, or failed), disabled when none has it."""
+    present = [state for state in states if state != WorkerState.DISABLED]
+    if not present:
+        return WorkerState.DISABLED
+    return WorkerState.RUNNING if WorkerState.RUNNING in present else WorkerState.STOPPED
 
 
 def _text(value: Any) -> str:

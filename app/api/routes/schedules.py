@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from app.api.admission import urls_safe
+from app.api.admission import rate_limit, urls_safe
 from app.api.deps import PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.routes.jobs import SUBMIT_STATUS
@@ -88,10 +88,14 @@ async def delete_schedule(schedule_id: str, state: StateDep, principal: Principa
         **MISSING,
         200: {"model": JobOut, "description": "Triggered already within this second: that job."},
         202: {"model": JobOut, "description": "Saved as `pending`; published once the broker is back."},
+        429: {"description": "Over the schedule's client's rate limit (a trigger counts like a submit)."},
     },
 )
 async def trigger_schedule(schedule_id: str, response: Response, state: StateDep, principal: PrincipalDep) -> JobOut:
-    """One run now, besides the cron's: the job it submits, answered as a submit is."""
+    """One run now, besides the cron's: the job it submits, answered as a submit is (and counted as one)."""
+    if (schedule := await state.schedules.get(principal, schedule_id)) is None:
+        raise not_found("schedule")
+    await rate_limit(state, schedule["client_id"], response)
     placed = await state.schedules.trigger(principal, schedule_id)
     if placed is None:
         raise not_found("schedule")
