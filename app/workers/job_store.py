@@ -70,9 +70,11 @@ class Drop:
 
 @dataclass(frozen=True)
 class ToDeadLetters:
-    """Dead-lettered already, or just now (events to publish): reject the message into the DLQ."""
+    """Dead-lettered already, or just now (events to publish, and the job as `buried`): reject the message into
+    the DLQ."""
 
     events: list[Pending]
+    buried: JobRow | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class JobStore:
         for job, staged in taken:
             verdicts[job["id"]] = Claimed(job, [staged])
         for job, staged in buried:
-            verdicts[job["id"]] = ToDeadLetters([staged])
+            verdicts[job["id"]] = ToDeadLetters([staged], job)
 
     def _claim(self, job: JobRow, now: datetime) -> Change:
         values = {
@@ -271,7 +273,7 @@ def _after(earlier: list[Pending], verdict: Any) -> Any:
     if isinstance(verdict, Claimed):
         return Claimed(verdict.job, [*earlier, *verdict.events])
     if isinstance(verdict, ToDeadLetters):
-        return ToDeadLetters([*earlier, *verdict.events])
+        return ToDeadLetters([*earlier, *verdict.events], verdict.buried)
     return verdict
 
 

@@ -23,6 +23,7 @@ from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
 from app.models.types import utcnow
+from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
@@ -146,9 +147,10 @@ class JobWorker:
             case Drop(why):
                 logger.info("dropping message for job {}: {}", job_message.job_id, why)
                 await message.ack()
-            case ToDeadLetters(events):
-                if events:  # its retry budget was spent before this claim: dead-lettered just now
+            case ToDeadLetters(_, buried):
+                if buried is not None:  # its retry budget was spent before this claim: dead-lettered just now
                     metrics.count_outcomes([(job_message.job_type, JobStatus.DEAD_LETTERED)])
+                    job_log.finished(buried, JobStatus.DEAD_LETTERED, buried["finished_at"])
                 await message.reject(requeue=False)
             case Defer(seconds):
                 await self._defer(message, job_message, seconds)
@@ -192,8 +194,9 @@ class JobWorker:
         finally:
             self.leases.drop(job["id"])
         await self._judge(job["job_type"], None, probe)
+        outcome = succeeded(job, result)
         try:
-            staged = await self.batches.finish(succeeded(job, result), lock)
+            staged = await self.batches.finish(outcome, lock)
         except Exception as exc:
             if is_unreachable(exc):
                 raise  # the database is down: unacked, the message comes back and the job runs again
@@ -202,6 +205,7 @@ class JobWorker:
             return
         if staged is not None:
             self.replies.succeeded(message, job["id"])
+            job_log.finished(job, outcome.to, outcome.values["finished_at"])
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
@@ -219,9 +223,11 @@ class JobWorker:
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
-            staged = await self.batches.finish(dead_lettered(job, error, plan.reason), lock)
+            outcome = dead_lettered(job, error, plan.reason)
+            staged = await self.batches.finish(outcome, lock)
             if staged is not None:
                 self.replies.dead_lettered(message, job["id"])
+                job_log.finished(job, outcome.to, outcome.values["finished_at"])
             await self._settle(message, staged, ack=False)
             return
         logger.info(
