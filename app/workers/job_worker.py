@@ -27,6 +27,7 @@ from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
+from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
@@ -86,7 +87,7 @@ class JobWorker:
             ),
         )
         plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
-        self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)
+        self.group = ConsumerGroup(self.resources, self.name, plan, self._handle, self._give_up)
 
     def counts(self) -> dict[Lane, int]:
         settings = self.resources.settings
@@ -156,6 +157,18 @@ class JobWorker:
                 await self._defer(message, job_message, seconds)
             case Claimed(job):
                 await self._run(message, job, lock, circuit.probe)
+
+    async def _give_up(self, message: Message, exc: Exception) -> None:
+        """The service failed to process this job's message three times: dead-letter the job as `unprocessable`,
+        its error the one that stopped it, and reject the message into the DLQ."""
+        job_message = JobMessage.from_bytes(message.body)  # it parsed each time: a malformed one never gets here
+        buried = await self.store.give_up(job_message.job_id, unprocessable.error_of(exc))
+        if buried is not None:
+            job, staged = buried
+            metrics.count_outcomes([(job["job_type"], JobStatus.DEAD_LETTERED)])
+            job_log.finished(job, JobStatus.DEAD_LETTERED, job["finished_at"])
+            self.outbox.publish_soon([staged])
+        await message.reject(requeue=False)
 
     async def _claim(self, job_id: str) -> tuple[Verdict, Lock]:
         """Claim through the batch; a claim that lost a race decides again, a few times, then waits a lease."""

@@ -1,0 +1,76 @@
+"""A message the service itself fails to process (not a handler's failure: our own code path for it raising) is
+tried three times, then given up: its job dead-lettered as `unprocessable`, the message in the DLQ, no loop."""
+
+import uuid
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.broker import Broker, Outgoing
+from app.core.names import Lane
+from app.models.tables import JOBS
+from app.workers.job_worker import JobWorker
+from app.workers.unprocessable import TRIES
+from app.workers.webhook_worker import WebhookWorker
+from tests.conftest import RABBITMQ_URL
+from tests.support import Api, BrokerProbe, trail, until_status, wait_for
+
+
+async def test_a_job_whose_stored_values_break_the_claim_is_dead_lettered_as_unprocessable_after_three_tries(
+    api: Api, worker: JobWorker, broker: BrokerProbe, db: AsyncEngine
+) -> None:
+    names = broker.topology.names
+    lane, dlq = names.lane_queue(Lane.DEFAULT), names.jobs_dlq
+    await broker.purge(dlq)
+    headers = await api.new_client("unprocessable")
+    await worker.stop(grace=1)  # the job's message waits in its lane while we spoil its row
+    job = (await api.submit(headers, job_type="echo")).json()
+
+    async def confirmed() -> bool:  # the API has recorded its publish: nothing sends the message again
+        async with db.connect() as conn:
+            status = (await conn.execute(select(JOBS.c.status).where(JOBS.c.id == job["id"]))).scalar_one()
+        return bool(status == "queued")
+
+    await wait_for(confirmed)
+    async with db.begin() as conn:  # a value PostgreSQL keeps and the claim's SQL-built event cannot hold
+        await conn.execute(text("UPDATE jobs SET run_at = '-infinity' WHERE id = :id"), {"id": job["id"]})
+    failed_before = worker.group.failed
+    await worker.start()
+
+    done = await until_status(api, headers, job["id"], 30, "dead_lettered")
+
+    assert worker.group.failed - failed_before == TRIES == 3
+    assert done["attempts"] == 0 and done["error"]["type"] == "IntegrityError"
+    assert "outbox" in done["error"]["message"] and len(done["error"]["message"]) < 600
+    last = (await trail(api, headers, job["id"]))[-1]
+    assert (last["event"], last["detail"]["reason"]) == ("dead_lettered", "unprocessable")
+
+    async def in_dlq() -> list[str | None]:
+        return [m.message_id for m in await broker.take_all(dlq)] if await broker.depth(dlq) else []
+
+    assert await wait_for(in_dlq) == [job["id"]]
+    assert await broker.depth(lane) == 0
+    assert worker.group.failed - failed_before == TRIES  # never again
+
+
+async def test_a_delivery_message_the_webhook_worker_cannot_read_goes_to_its_dlq_after_three_tries(
+    webhook_worker: WebhookWorker, broker: BrokerProbe
+) -> None:
+    names = broker.topology.names
+    queue, dlq = names.webhook_deliver_queue, names.webhooks_dlq
+    await broker.purge(dlq)
+    failed_before = webhook_worker.senders.failed
+    message_id = f"unreadable-{uuid.uuid4().hex}"
+    publisher = Broker(RABBITMQ_URL, broker.topology, 2, name="test-unreadable")
+    await publisher.start(wait=10)
+    try:
+        await publisher.publish(Outgoing("", queue, b"{not json", message_id=message_id))
+
+        async def in_dlq() -> list[str | None]:
+            return [m.message_id for m in await broker.take_all(dlq)] if await broker.depth(dlq) else []
+
+        assert await wait_for(in_dlq, within=30) == [message_id]
+    finally:
+        await publisher.close()
+    assert webhook_worker.senders.failed - failed_before == TRIES
+    assert await broker.depth(queue) == 0
