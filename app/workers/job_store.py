@@ -19,6 +19,7 @@ from app.models.types import utcnow
 from app.services import outbox
 from app.services.outbox import Pending, staged_event
 from app.services.transitions import (
+    NOW,
     Change,
     Move,
     Row,
@@ -30,6 +31,7 @@ from app.services.transitions import (
     move_many,
     planned,
     record,
+    stamp,
     trail_of,
 )
 from app.workers import unprocessable
@@ -50,8 +52,8 @@ CLAIM_QUEUED = (
         seq=JOBS.c.seq + 1,
         lease_until=bindparam("lease"),
         next_attempt_at=None,
-        started_at=func.coalesce(JOBS.c.started_at, bindparam("now")),
-        updated_at=bindparam("now"),
+        started_at=func.coalesce(JOBS.c.started_at, NOW),
+        updated_at=stamp(NOW),
     )
     .returning(*JOBS.c)
 )
