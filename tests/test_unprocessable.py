@@ -3,14 +3,17 @@ tried three times, then given up: its job dead-lettered as `unprocessable`, the 
 
 import uuid
 
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.broker import Broker, Outgoing
+from app.core.broker import Broker, Outgoing, PublishError
 from app.core.names import Lane
 from app.models.tables import JOBS
 from app.workers.job_worker import JobWorker
-from app.workers.unprocessable import TRIES
+from app.workers.unprocessable import TRIES, error_of, is_outage
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.support import Api, BrokerProbe, trail, until_status, wait_for
@@ -74,3 +77,33 @@ async def test_a_delivery_message_the_webhook_worker_cannot_read_goes_to_its_dlq
         await publisher.close()
     assert webhook_worker.senders.failed - failed_before == TRIES
     assert await broker.depth(queue) == 0
+
+
+class _ServerError(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(f"server error {sqlstate}\nDETAIL: more")
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize(
+    ("error", "outage"),
+    [
+        (DBAPIError("UPDATE jobs ...", None, _ServerError("57P01")), True),  # the server shutting down
+        (DBAPIError("UPDATE jobs ...", None, _ServerError("40P01")), True),  # a deadlock: try again
+        (DBAPIError("UPDATE jobs ...", None, _ServerError("55P03")), True),  # a lock not available
+        (PublishError("RabbitMQ is not connected"), True),
+        (RedisConnectionError("connection refused"), True),
+        (ConnectionResetError(), True),
+        (IntegrityError("INSERT INTO outbox ...", None, _ServerError("23502")), False),  # our own values
+        (ValueError("a stored value our code cannot read"), False),
+        (KeyError("delivery_id"), False),
+    ],
+)
+def test_only_the_services_own_failures_count_towards_giving_a_message_up(error: Exception, outage: bool) -> None:
+    assert is_outage(error) is outage
+
+
+def test_the_error_stored_is_the_drivers_first_line_never_the_statement() -> None:
+    error = IntegrityError("INSERT INTO outbox (body) VALUES ($1) -- long", None, _ServerError("23502"))
+    assert error_of(error) == {"type": "IntegrityError", "message": "server error 23502"}
+    assert error_of(ValueError("x" * 2000))["message"] == "x" * 500
