@@ -2,21 +2,23 @@
 tried three times, then given up: its job dead-lettered as `unprocessable`, the message in the DLQ, no loop."""
 
 import uuid
+from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
-from sqlalchemy import select, text
+from sqlalchemy import insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing, PublishError
+from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Lane
 from app.models.tables import JOBS
 from app.workers.job_worker import JobWorker
 from app.workers.unprocessable import TRIES, error_of, is_outage
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
-from tests.support import Api, BrokerProbe, trail, until_status, wait_for
+from tests.support import Api, BrokerProbe, make_job, trail, until_status, wait_for
 
 
 async def test_a_job_whose_stored_values_break_the_claim_is_dead_lettered_as_unprocessable_after_three_tries(
@@ -54,6 +56,34 @@ async def test_a_job_whose_stored_values_break_the_claim_is_dead_lettered_as_unp
     assert await wait_for(in_dlq) == [job["id"]]
     assert await broker.depth(lane) == 0
     assert worker.group.failed - failed_before == TRIES  # never again
+
+
+async def test_a_pending_job_whose_claim_fails_is_given_up_too_from_pending(
+    worker: JobWorker, broker: BrokerProbe, db: AsyncEngine
+) -> None:
+    """The issue's case: the API's record of the publish failed as the claim does, so the job is still pending."""
+    names = broker.topology.names
+    await broker.purge(names.jobs_dlq)
+    job = make_job(status="pending", request_id="req-unprocessable")
+    async with db.begin() as conn:
+        await conn.execute(insert(JOBS), [job])
+        await conn.execute(text("UPDATE jobs SET run_at = '-infinity' WHERE id = :id"), {"id": job["id"]})
+    publisher = Broker(RABBITMQ_URL, broker.topology, 2, name="test-pending-unprocessable")
+    await publisher.start(wait=10)
+    try:
+        await publisher.publish(job_outgoing(names, JobMessage.from_row(job)))
+    finally:
+        await publisher.close()
+
+    async def dead() -> dict[str, Any] | None:
+        async with db.connect() as conn:
+            found = (await conn.execute(select(JOBS).where(JOBS.c.id == job["id"]))).one()._mapping
+        return dict(found) if found["status"] == "dead_lettered" else None
+
+    buried = await wait_for(dead, within=30)
+    assert (buried["dead_reason"], buried["attempts"], buried["seq"]) == ("unprocessable", 0, 1)
+    assert await wait_for(lambda: broker.depth(names.jobs_dlq)) == 1
+    assert await broker.depth(names.lane_queue(Lane.DEFAULT)) == 0
 
 
 async def test_a_delivery_message_the_webhook_worker_cannot_read_goes_to_its_dlq_after_three_tries(
