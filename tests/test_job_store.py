@@ -2,6 +2,7 @@
 batch claims, judges and records many jobs, each row behind its own compare-and-set and fencing check."""
 
 import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,13 +11,14 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.messages import loads
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.services import firings
 from app.services.due_jobs import claim_due
 from app.services.outbox import Outbox
-from app.services.transitions import Change, compare_and_set
+from app.services.transitions import Change, compare_and_set, queue_confirmed
 from app.workers.job_batches import JobBatches
 from app.workers.job_store import (
     CLAIM_QUEUED,
@@ -30,7 +32,7 @@ from app.workers.job_store import (
 )
 from app.workers.lock import Held, JobLocks
 from tests.conftest import NS, REDIS_URL
-from tests.support import make_job, wait_for
+from tests.support import make_job, wait_for, waiting_on_a_row_lock
 
 NOW = datetime.now(UTC)
 
@@ -217,3 +219,51 @@ def test_the_batch_statements_render_for_mssql_with_output_instead_of_returning(
     assert "OUTPUT inserted." in due and "FOR UPDATE" not in due.upper() and "RETURNING" not in due
     schedules = _mssql(firings.claim_due(NOW, 200))
     assert "FROM schedules WITH (UPDLOCK, READPAST, ROWLOCK)" in schedules and "schedules.active = 1" in schedules
+
+
+async def _times(engine: AsyncEngine, job_id: str) -> list[tuple[str, datetime]]:
+    query = select(JOB_EVENTS.c.event, JOB_EVENTS.c.created_at).where(JOB_EVENTS.c.job_id == job_id)
+    async with engine.connect() as conn:
+        return [(event, at) for event, at in await conn.execute(query.order_by(JOB_EVENTS.c.id))]
+
+
+def _in_order(times: list[datetime]) -> bool:
+    return all(earlier <= later for earlier, later in itertools.pairwise(times))
+
+
+async def test_a_claim_of_a_pending_job_stamps_its_queued_step_no_later_than_its_running_step(
+    engine: AsyncEngine,
+) -> None:
+    (job_id,) = await add(engine, make_job(status="pending"))
+    (verdict,) = await store(engine).claim_many([job_id])
+    assert isinstance(verdict, Claimed)
+    times = await _times(engine, job_id)
+    assert [event for event, _ in times] == ["queued", "running"]
+    assert _in_order([at for _, at in times]), times
+    sent = [loads(p.message.body) for p in verdict.events]
+    assert [e["type"] for e in sent] == ["job.queued", "job.running"]
+    assert _in_order([datetime.fromisoformat(e["created_at"]) for e in sent]), sent
+
+
+async def test_a_claim_that_waited_for_a_later_stamped_confirmation_never_goes_back_in_time(db: AsyncEngine) -> None:
+    """The worker's claim reads its clock, then waits for the row lock of the API's pending -> queued step, which
+    read its clock later: the running step used to be stamped before the queued one, in the trail and the events."""
+    jobs = store(db)
+    (job_id,) = await add(db, make_job(status="pending"))
+    async with db.begin() as confirming:
+        await confirming.execute(select(JOBS.c.id).where(JOBS.c.id == job_id).with_for_update())
+        claim = asyncio.create_task(jobs.claim_many([job_id]))
+        await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
+        queued_events = await queue_confirmed(confirming, Names(NS), [job_id], [])
+    (verdict,) = await asyncio.wait_for(claim, timeout=10)
+    assert isinstance(verdict, Claimed) and verdict.job["seq"] == 2
+    (finished,) = await jobs.finish_many([succeeded(verdict.job, {"ok": True})])
+    assert finished is not None
+
+    times = await _times(db, job_id)
+    assert [event for event, _ in times] == ["queued", "running", "succeeded"]
+    assert _in_order([at for _, at in times]), times
+    sent = [loads(p.message.body) for p in [*queued_events, *verdict.events, finished]]
+    assert [e["seq"] for e in sent] == [1, 2, 3]
+    assert _in_order([datetime.fromisoformat(e["created_at"]) for e in sent]), sent
+    assert (await row(db, job_id))["updated_at"] == times[-1][1]

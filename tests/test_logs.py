@@ -2,6 +2,7 @@
 
 import logging
 import os
+import re
 import socket
 import sys
 import time
@@ -104,6 +105,23 @@ async def test_the_level_filter_and_the_limit(api: Api) -> None:
     assert ours(errors) == [f"{marker} critical", f"{marker} error"]
     assert ours(await recent(api.client, api.admin, level="WARNING", limit=2)) == ours(errors)
     assert len(await recent(api.client, api.admin, limit=1)) == 1
+
+
+async def test_a_succeeded_job_writes_one_info_line_that_the_logs_find_by_its_request_id(
+    configured_logging: None,
+) -> None:
+    request_id = f"req-finished-{uuid.uuid4().hex}"
+    app = create_app(make_settings(log_level="INFO", embedded_workers=True))
+    async with api_with(app, ADMIN_KEY) as running:
+        headers = {**await running.new_client("logs-finished"), "X-Request-ID": request_id}
+        job = (await running.submit(headers, job_type="echo", payload={"n": 7})).json()
+        await until_status(running, headers, job["id"], 30, "succeeded")
+        record = await logged(running, request_id, level="INFO")
+        warnings = await recent(running.client, running.admin, level="WARNING", limit=1000)
+    assert (record["level"], record["request_id"], record["logger"]) == ("INFO", request_id, "app.services.job_log")
+    line = rf"job {job['id']} \(echo\) succeeded: 1 attempt\(s\), run time \d+\.\d{{3}}s, request {request_id}"
+    assert re.fullmatch(line, record["message"]), record["message"]
+    assert {r["level"] for r in warnings} <= {"WARNING", "ERROR", "CRITICAL"}  # INFO lines have a list of their own
 
 
 @pytest.mark.parametrize("params", [{"level": "LOUD"}, {"limit": 0}, {"limit": 1001}, {"limit": "many"}])
@@ -209,7 +227,7 @@ async def _register_and_deliver(client: httpx.AsyncClient, receiver: Receiver) -
 
 async def test_with_redis_away_logging_does_not_wait_and_records_are_dropped_and_counted() -> None:
     unreachable = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=2, socket_connect_timeout=2)
-    shipper = RecentLogs(unreachable, "unused", Redactor())
+    shipper = RecentLogs(unreachable, ("unused", "unused:info"), Redactor())
     shipper.start()
     try:
         started = time.monotonic()

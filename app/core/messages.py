@@ -23,6 +23,9 @@ ENDPOINT_HEADER = "x-endpoint"
 # On a delivery message back from a delay tier: how many times it has found its endpoint busy since its last
 # attempt (see backoff.BUSY_STEPS). An attempt's retry starts again without it.
 BUSY_HEADER = "x-endpoint-busy"
+# On a message the service itself failed to process (not a handler's failure): how many times it has, so far. Such a
+# message is published again with this one higher, and given up at the third failure (workers/unprocessable.py).
+FAILURES_HEADER = "x-processing-failures"
 
 
 def dumps(value: Any) -> bytes:

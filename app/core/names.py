@@ -174,6 +174,12 @@ class Names:
         return f"{self.ns}:logs:recent"
 
     @property
+    def recent_info_logs_key(self) -> str:
+        """Every process's latest records below WARNING (at its LOG_LEVEL), newest first: apart, so that a line per
+        finished job never pushes a warning out."""
+        return f"{self.ns}:logs:recent:info"
+
+    @property
     def worker_processes_key(self) -> str:
         """A sorted set of the processes that heartbeat, scored by their last beat (epoch seconds)."""
         return f"{self.ns}:workers"

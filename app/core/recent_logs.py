@@ -1,4 +1,5 @@
-"""The latest warnings and errors of every process, newest first, in one capped Redis list per namespace."""
+"""The latest log records of every process, newest first, in capped Redis lists per namespace: one for warnings
+and errors, one for what lies below them (INFO, DEBUG), kept only where the process's LOG_LEVEL lets it through."""
 
 import asyncio
 import contextlib
@@ -9,7 +10,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,12 @@ class RecentLogs:
     """A loguru sink that never waits: a record goes into a bounded in-memory queue (or is dropped and counted
     when it is full), and a background task pushes the queue to Redis with LPUSH and LTRIM."""
 
-    def __init__(self, redis: Redis, key: str, redact: Callable[[str], str]) -> None:
-        self.redis, self.key, self.redact = redis, key, redact
+    def __init__(
+        self, redis: Redis, keys: tuple[str, str], redact: Callable[[str], str], level: str = SHIPPED_LEVEL
+    ) -> None:
+        self.redis, self.redact = redis, redact
+        self.key, self.info_key = keys  # warnings and above; the rest
+        self.level = level if LEVEL_NUMBERS.get(level, 0) < LEVEL_NUMBERS[SHIPPED_LEVEL] else SHIPPED_LEVEL
         self.process = process_name()
         self.dropped = 0
         self._queue: deque[Record] = deque()
@@ -67,7 +72,7 @@ class RecentLogs:
         """Add the sink and start draining; call inside the process's event loop."""
         self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
         self._task = asyncio.create_task(self._drain(), name="recent-logs")
-        self._handler = logger.add(self._sink, level=SHIPPED_LEVEL, filter=_not_our_own, format="{message}")
+        self._handler = logger.add(self._sink, level=self.level, filter=_not_our_own, format="{message}")
 
     async def stop(self) -> None:
         """Remove the sink and push what is queued, for at most STOP_SECONDS."""
@@ -97,13 +102,22 @@ class RecentLogs:
             self._wake.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
-                await self._push([self._encode(record) for record in batch])
+                await self._push(self._by_key(batch))
 
-    async def _push(self, lines: list[str]) -> None:
+    def _by_key(self, batch: "list[Record]") -> dict[str, list[str]]:
+        lines: dict[str, list[str]] = {}
+        for record in batch:
+            key = self.key if record["level"].no >= LEVEL_NUMBERS[SHIPPED_LEVEL] else self.info_key
+            lines.setdefault(key, []).append(self._encode(record))
+        return lines
+
+    async def _push(self, by_key: dict[str, list[str]]) -> None:
+        lines = [line for batch in by_key.values() for line in batch]
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.lpush(self.key, *lines)  # the last of the batch, the newest, ends up first
-                pipe.ltrim(self.key, 0, KEPT - 1)
+                for key, batch in by_key.items():
+                    pipe.lpush(key, *batch)  # the last of the batch, the newest, ends up first
+                    pipe.ltrim(key, 0, KEPT - 1)
                 await pipe.execute()
         except (RedisError, OSError) as exc:
             self.dropped += len(lines)
@@ -133,9 +147,16 @@ class RecentLogs:
         return json.dumps(entry)
 
 
-async def recent(redis: Redis, key: str, level: LogLevel, limit: int) -> list[dict[str, Any]]:
-    """The newest `limit` records at `level` or above, newest first."""
+async def recent(redis: Redis, keys: tuple[str, str], level: LogLevel, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` records at `level` or above, newest first (`keys`: the warnings' list, the rest's)."""
     floor = LEVEL_NUMBERS[level]
-    records = (json.loads(line) for line in await redis.lrange(key, 0, KEPT - 1))
+    wanted_keys = keys if floor < LEVEL_NUMBERS[SHIPPED_LEVEL] else keys[:1]
+    lists = [[json.loads(line) for line in await redis.lrange(key, 0, KEPT - 1)] for key in wanted_keys]
+    # Each list is newest first already; two are merged by time (a stable sort: ties keep their lists' order).
+    records = lists[0] if len(lists) == 1 else sorted(lists[0] + lists[1], key=_time, reverse=True)
     wanted = (record for record in records if LEVEL_NUMBERS.get(record["level"], 0) >= floor)
     return list(itertools.islice(wanted, limit))
+
+
+def _time(record: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(record["time"])

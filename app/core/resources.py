@@ -40,7 +40,8 @@ class Resources:
         redis = Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         broker = Broker(settings.rabbitmq_url, topology, settings.publish_timeout_seconds, name=f"{role}-publisher")
         await broker.start(wait=broker_wait)
-        logs = RecentLogs(redis, topology.names.recent_logs_key, Redactor.for_settings(settings))
+        keys = (topology.names.recent_logs_key, topology.names.recent_info_logs_key)
+        logs = RecentLogs(redis, keys, Redactor.for_settings(settings), settings.log_level)
         logs.start()
         return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis))
 

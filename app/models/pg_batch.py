@@ -229,14 +229,15 @@ FINISH_RECORDED = (
     "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
     "$8::varchar[], $9::timestamptz[], $10::timestamptz[]) "
     "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at)), "
-    "moved AS (UPDATE jobs SET status = v.status, seq = jobs.seq + 1, updated_at = $1, lease_until = NULL, "
+    "moved AS (UPDATE jobs SET status = v.status, seq = jobs.seq + 1, updated_at = greatest($1, jobs.updated_at), "
+    "lease_until = NULL, "
     "result = v.result, error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, "
     "next_attempt_at = v.next_attempt_at FROM v "
     "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND jobs.status || '' = 'running' "
-    "RETURNING jobs.id, jobs.runs), "
+    "RETURNING jobs.id, jobs.runs, jobs.updated_at), "
     "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
-    "SELECT e.job_id, e.event, e.detail, $1 FROM unnest($2::varchar[], $4::int[], $11::varchar[], $12::json[]) "
-    "AS e(job_id, runs, event, detail) WHERE (e.job_id, e.runs) IN (SELECT id, runs FROM moved)), "
+    "SELECT e.job_id, e.event, e.detail, m.updated_at FROM unnest($2::varchar[], $4::int[], $11::varchar[], "
+    "$12::json[]) AS e(job_id, runs, event, detail) JOIN moved AS m ON m.id = e.job_id AND m.runs = e.runs), "
     "staged AS (INSERT INTO outbox (exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
     "SELECT o.exchange, o.routing_key, o.body, o.headers, o.priority, o.message_id, NULL, $1 "
     "FROM unnest($13::varchar[], $14::varchar[], $15::bytea[], $16::json[], $17::int[], $18::varchar[], "
@@ -580,11 +581,12 @@ _JOB_NAMES = [name for name, _ in JOB_COLUMNS]
 def _recorded(now: str, exchange: str) -> str:
     """What follows a CTE `moved` (the moved rows, each with its `source` status): the audit row and the staged
     event of each, and the rows with their events, in the order of the steps; `now` and `exchange` are the
-    statement's placeholders for those values."""
+    statement's placeholders for those values. An audit row takes its row's `updated_at`: the move's stamp,
+    which is `now` unless the job's last change is later (transitions.stamped)."""
     return (
         "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
         "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
-        f"|| ',\"attempt\":' || m.attempts || '}}')::json, {now} FROM moved AS m ORDER BY m.id, m.seq), "
+        "|| ',\"attempt\":' || m.attempts || '}')::json, m.updated_at FROM moved AS m ORDER BY m.id, m.seq), "
         "staged AS (INSERT INTO outbox "
         "(exchange, routing_key, body, headers, priority, message_id, job_id, created_at) "
         f"SELECT {exchange}, 'job.' || m.job_type || '.' || m.status, convert_to(" + _EVENT_BODY + ", 'UTF8'), "
@@ -607,7 +609,7 @@ def _recorded(now: str, exchange: str) -> str:
 CLAIM_RECORDED = (
     "WITH claimed AS (UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
     "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
-    "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = $3 "
+    "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = greatest($3, jobs.updated_at) "
     "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND status || '' IN ('pending', 'queued') "
     "ORDER BY id FOR UPDATE) AS was "
     "WHERE jobs.id = was.id AND jobs.attempts < jobs.max_retries + 1 "
@@ -623,7 +625,7 @@ CLAIM_RECORDED = (
 # transitions.cas_pending with what records it; CLAIM_RECORDED makes the same move, recorded the same way, for a
 # job whose message reached a worker before its confirmation: those are the two places it is written here.
 QUEUE_RECORDED = (
-    "WITH moved AS (UPDATE jobs SET status = 'queued', seq = jobs.seq + 1, updated_at = $2 "
+    "WITH moved AS (UPDATE jobs SET status = 'queued', seq = jobs.seq + 1, updated_at = greatest($2, jobs.updated_at) "
     "FROM (SELECT id FROM jobs WHERE id = ANY($1::varchar[]) AND status || '' = 'pending' ORDER BY id FOR UPDATE) AS p "
     "WHERE jobs.id = p.id AND jobs.status || '' = 'pending' RETURNING "
     + ", ".join(f"jobs.{name}" for name in _JOB_NAMES)

@@ -14,6 +14,7 @@ from app.core.statuses import JobStatus, TrailEvent, sources_of
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
+from app.services import job_log
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
 from app.services.pagination import newest_first
@@ -143,6 +144,7 @@ class DlqService:
                 )
             if moved is not None:
                 metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
+                job_log.finished(moved[0], S.CANCELLED, moved[0]["finished_at"])
                 await self.outbox.publish([moved[1]])
                 return moved[0]
         raise NotCancellable("still changing")

@@ -16,7 +16,7 @@ from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox
-from app.services.transitions import Move, record
+from app.services.transitions import Move, record, stamp
 
 S = JobStatus
 assert can_move(S.SCHEDULED, S.QUEUED)
@@ -34,7 +34,7 @@ def claim_due(now: datetime, limit: int) -> Update:
     return (
         update(JOBS)
         .where(JOBS.c.id.in_(skip_locked(due, JOBS)), JOBS.c.status == S.SCHEDULED)
-        .values(status=str(S.QUEUED), seq=JOBS.c.seq + 1, updated_at=now, next_attempt_at=None)
+        .values(status=str(S.QUEUED), seq=JOBS.c.seq + 1, updated_at=stamp(now), next_attempt_at=None)
         .returning(*JOBS.c)
     )
 

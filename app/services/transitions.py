@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import ColumnElement, Update, bindparam, insert, update
+from sqlalchemy import BindParameter, ColumnElement, Update, bindparam, case, insert, literal, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.broker import Outgoing
@@ -27,10 +27,28 @@ INSERT_EVENT = insert(EVENTS)
 Row = dict[str, Any]
 
 
+# A job's times never go backwards: each status change is stamped with now, or with the job's last change if that
+# is later. Two processes' clocks are read before their statements wait for each other (a worker's claim takes
+# its time, then waits for the row lock of the API's pending -> queued step, stamped later): the later commit takes
+# the earlier stamp. `stamped` is the rule in Python, for a move from a row as read (its seq guards that it is still
+# so); `stamp` in SQL, for a statement that moves rows it has not read; pg_batch writes it `greatest(...)`.
+def stamped(job: JobRow, now: datetime) -> datetime:
+    """When a move of `job` (as last read) made at `now` happened, for its row, audit row and event."""
+    last: datetime = job["updated_at"]
+    return last if last > now else now
+
+
+def stamp(now: datetime | BindParameter[datetime]) -> ColumnElement[datetime]:
+    """`stamped` in SQL: the moved row's new `updated_at`."""
+    at = now if isinstance(now, BindParameter) else literal(now, JOBS.c.updated_at.type)
+    return case((JOBS.c.updated_at > at, JOBS.c.updated_at), else_=at)
+
+
+NOW = bindparam("now", type_=JOBS.c.updated_at.type)
 QUEUE_PENDING = (
     update(JOBS)
     .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), JOBS.c.status == JobStatus.PENDING)
-    .values(status=str(JobStatus.QUEUED), seq=JOBS.c.seq + 1, updated_at=bindparam("now"))
+    .values(status=str(JobStatus.QUEUED), seq=JOBS.c.seq + 1, updated_at=stamp(NOW))
     .returning(*JOBS.c)
 )
 
@@ -114,7 +132,8 @@ async def cas_many(
 
 def planned(change: Change, to: JobStatus, now: datetime) -> Move:
     """The move `change` makes when its compare-and-set takes: the job as it is after it."""
-    after = job_with(change.job, **change.values, status=str(to), seq=change.job["seq"] + 1, updated_at=now)
+    at = stamped(change.job, now)
+    after = job_with(change.job, **change.values, status=str(to), seq=change.job["seq"] + 1, updated_at=at)
     return Move(change.job["status"], after, change.detail)
 
 
@@ -133,7 +152,7 @@ def compare_and_set(
         update(JOBS)
         .where(JOBS.c.id.in_(list(by_id)), JOBS.c.seq == per_row(JOBS.c.id, JOBS.c.seq, seqs))
         .where(JOBS.c.status.in_([str(s) for s in sources_of(to)]), *where)
-        .values(**assignments, status=str(to), seq=JOBS.c.seq + 1, updated_at=now)
+        .values(**assignments, status=str(to), seq=JOBS.c.seq + 1, updated_at=stamp(now))
         .returning(JOBS.c.id)
     )
 

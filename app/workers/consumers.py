@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -12,17 +12,26 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractQueue
 from loguru import logger
 
-from app.core.broker import Broker, consuming
+from app.core.broker import Broker, PublishError, consuming
 from app.core.incoming import Handler, Message, MessageHandler
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
 from app.core.topology import QueueSpec
+from app.workers import unprocessable
 from app.workers.reports import WorkerReport
 
 REQUEUE_PAUSE = 1.0
 WATCH_INTERVAL = 5.0  # seconds between two looks at whether every consumer still consumes
 CHANNEL_TIMEOUT = 5.0  # the longest a stop waits for a consumer's cancel, or the watch for its channel's close
 REPLACE_TIMEOUT = 30.0  # the longest the watch waits for a new consumer before it tries again at the next look
+
+GiveUp = Callable[[Message, Exception], Awaitable[None]]
+"""What a worker does with a message it failed to process `unprocessable.TRIES` times: settles it, for good."""
+
+
+async def into_dead_letters(message: Message, exc: Exception) -> None:
+    """Give a message up with nothing else to record: reject it into its queue's DLQ."""
+    await message.reject(requeue=False)
 
 
 @dataclass
@@ -46,6 +55,7 @@ class ConsumerGroup:
     name: str
     plan: dict[str, int]  # queue name -> how many consumers
     handle: MessageHandler
+    give_up: GiveUp = into_dead_letters
     consumers: list[Consumer] = field(default_factory=list)
     inflight: set["asyncio.Task[Any]"] = field(default_factory=set)
     busy: Counter[str] = field(default_factory=Counter)  # queue name -> messages being handled (unacked)
@@ -128,18 +138,58 @@ class ConsumerGroup:
             await self.handle(message)
         except asyncio.CancelledError:
             raise  # not acked: the broker redelivers it
-        except Exception:
+        except Exception as exc:
             self.failed += 1
-            logger.exception("{} could not handle a message; returning it for redelivery", self.name)
-            # Unacked under prefetch 1 would stall this consumer: pause (no hot loop), then requeue it.
-            await asyncio.sleep(REQUEUE_PAUSE)
-            with contextlib.suppress(Exception):
-                await message.nack(requeue=True)
+            await self._failed(consumer, message, exc)
         finally:
             self.inflight.discard(task)
             self.busy[queue_name] -= 1
             consumer.handling -= 1
             self.handled += 1
+
+    async def _failed(self, consumer: Consumer, message: Message, exc: Exception) -> None:
+        """A message whose handling raised: back for redelivery after a pause (no hot loop) when a resource is
+        away; counted when the failure is the service's own, and given up at the last try (unprocessable.py)."""
+        if unprocessable.is_outage(exc):
+            logger.opt(exception=exc).error("{} could not handle a message; returning it for redelivery", self.name)
+            await self._requeue(message)
+            return
+        failed = unprocessable.failures(message) + 1
+        if failed >= unprocessable.TRIES:
+            logger.opt(exception=exc).error(
+                "{} failed to process message {} {} times; giving it up as unprocessable",
+                self.name,
+                message.message_id,
+                failed,
+            )
+            try:
+                await self.give_up(message, exc)
+            except Exception:
+                logger.exception("{} could not give message {} up; returning it", self.name, message.message_id)
+                await self._requeue(message)
+            return
+        logger.opt(exception=exc).error(
+            "{} failed to process message {} (failure {} of {}); trying it again",
+            self.name,
+            message.message_id,
+            failed,
+            unprocessable.TRIES,
+        )
+        await asyncio.sleep(REQUEUE_PAUSE)
+        try:  # a copy that counts, then the original settled; a copy that did not go out: the original comes back
+            await self.resources.broker.publish(unprocessable.again(message, consumer.queue_name, failed))
+        except PublishError:
+            await self._requeue(message, pause=False)
+            return
+        with contextlib.suppress(Exception):
+            await message.ack()
+
+    async def _requeue(self, message: Message, pause: bool = True) -> None:
+        # Unacked under prefetch 1 would stall this consumer: pause (no hot loop), then requeue it.
+        if pause:
+            await asyncio.sleep(REQUEUE_PAUSE)
+        with contextlib.suppress(Exception):
+            await message.nack(requeue=True)
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages, let in-flight ones finish within `grace` seconds, then close (rule 9)."""

@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
-from app.core.statuses import JobStatus
+from app.core.statuses import JobStatus, sources_of
 from app.models import pg_batch
 from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
@@ -19,20 +19,26 @@ from app.models.types import utcnow
 from app.services import outbox
 from app.services.outbox import Pending, staged_event
 from app.services.transitions import (
+    NOW,
     Change,
     Move,
     Row,
+    audit,
     cas_many,
     cas_pending,
     events_of,
+    move,
     move_many,
     planned,
     record,
+    stamp,
     trail_of,
 )
+from app.workers import unprocessable
 from app.workers.retry_policy import DeadReason, budget
 
 S = JobStatus
+BURIABLE = [str(status) for status in sources_of(S.DEAD_LETTERED)]
 
 # Rule 3's compare-and-set for the common case: a queued job whose budget (max_retries + 1 attempts) has room.
 CLAIM_QUEUED = (
@@ -46,8 +52,8 @@ CLAIM_QUEUED = (
         seq=JOBS.c.seq + 1,
         lease_until=bindparam("lease"),
         next_attempt_at=None,
-        started_at=func.coalesce(JOBS.c.started_at, bindparam("now")),
-        updated_at=bindparam("now"),
+        started_at=func.coalesce(JOBS.c.started_at, NOW),
+        updated_at=stamp(NOW),
     )
     .returning(*JOBS.c)
 )
@@ -70,9 +76,11 @@ class Drop:
 
 @dataclass(frozen=True)
 class ToDeadLetters:
-    """Dead-lettered already, or just now (events to publish): reject the message into the DLQ."""
+    """Dead-lettered already, or just now (events to publish, and the job as `buried`): reject the message into
+    the DLQ."""
 
     events: list[Pending]
+    buried: JobRow | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +241,7 @@ class JobStore:
         for job, staged in taken:
             verdicts[job["id"]] = Claimed(job, [staged])
         for job, staged in buried:
-            verdicts[job["id"]] = ToDeadLetters([staged])
+            verdicts[job["id"]] = ToDeadLetters([staged], job)
 
     def _claim(self, job: JobRow, now: datetime) -> Change:
         values = {
@@ -244,6 +252,43 @@ class JobStore:
             "started_at": job["started_at"] or now,
         }
         return Change(job, values)
+
+    async def give_up(self, job_id: str, error: Row) -> tuple[JobRow, Pending] | None:
+        """Dead-letter a job whose message the service failed to process (reason `unprocessable`), with its audit
+        row and event; None when it has left the statuses that may be (finished, or gone). Should the job's own
+        values break that too, its row and audit row are written alone, with no event."""
+        reason = str(DeadReason.UNPROCESSABLE)
+        values = {"error": error, "dead_reason": reason, "finished_at": utcnow(), "lease_until": None}
+        try:
+            async with self.engine.begin() as conn:
+                job = (await _read(conn, [job_id])).get(job_id)
+                if job is None or job["status"] not in BURIABLE:
+                    return None
+                detail = {"error": error, "reason": reason}
+                return await move(conn, self.names, job, S.DEAD_LETTERED, values=values, detail=detail)
+        except Exception as exc:
+            if unprocessable.is_outage(exc):
+                raise
+        await self._bury_bare(job_id, values)
+        return None
+
+    async def _bury_bare(self, job_id: str, values: Row) -> None:
+        """`give_up` by the job's status alone: read no column but status and attempts, build no event."""
+        async with self.engine.begin() as conn:
+            read = select(JOBS.c.status, JOBS.c.attempts).where(JOBS.c.id == job_id, JOBS.c.status.in_(BURIABLE))
+            found = (await conn.execute(read)).first()
+            if found is None:
+                return
+            now = values["finished_at"]
+            moved = await conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.status == found.status)
+                .values(**values, status=str(S.DEAD_LETTERED), seq=JOBS.c.seq + 1, updated_at=now)
+            )
+            if moved.rowcount:
+                detail = {"from": found.status, "to": str(S.DEAD_LETTERED), "attempt": found.attempts}
+                detail |= {"error": values["error"], "reason": values["dead_reason"]}
+                await audit(conn, job_id, str(S.DEAD_LETTERED), detail, now)
 
     async def renew_many(self, jobs: list[JobRow]) -> set[str]:
         """Extend the leases of these runs with one statement; return the ids still ours (not fenced out)."""
@@ -271,7 +316,7 @@ def _after(earlier: list[Pending], verdict: Any) -> Any:
     if isinstance(verdict, Claimed):
         return Claimed(verdict.job, [*earlier, *verdict.events])
     if isinstance(verdict, ToDeadLetters):
-        return ToDeadLetters([*earlier, *verdict.events])
+        return ToDeadLetters([*earlier, *verdict.events], verdict.buried)
     return verdict
 
 

@@ -23,9 +23,11 @@ from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
 from app.models.types import utcnow
+from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
+from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
@@ -85,7 +87,7 @@ class JobWorker:
             ),
         )
         plan = {self.resources.names.lane_queue(lane): count for lane, count in self.counts().items()}
-        self.group = ConsumerGroup(self.resources, self.name, plan, self._handle)
+        self.group = ConsumerGroup(self.resources, self.name, plan, self._handle, self._give_up)
 
     def counts(self) -> dict[Lane, int]:
         settings = self.resources.settings
@@ -146,14 +148,27 @@ class JobWorker:
             case Drop(why):
                 logger.info("dropping message for job {}: {}", job_message.job_id, why)
                 await message.ack()
-            case ToDeadLetters(events):
-                if events:  # its retry budget was spent before this claim: dead-lettered just now
+            case ToDeadLetters(_, buried):
+                if buried is not None:  # its retry budget was spent before this claim: dead-lettered just now
                     metrics.count_outcomes([(job_message.job_type, JobStatus.DEAD_LETTERED)])
+                    job_log.finished(buried, JobStatus.DEAD_LETTERED, buried["finished_at"])
                 await message.reject(requeue=False)
             case Defer(seconds):
                 await self._defer(message, job_message, seconds)
             case Claimed(job):
                 await self._run(message, job, lock, circuit.probe)
+
+    async def _give_up(self, message: Message, exc: Exception) -> None:
+        """The service failed to process this job's message three times: dead-letter the job as `unprocessable`,
+        its error the one that stopped it, and reject the message into the DLQ."""
+        job_message = JobMessage.from_bytes(message.body)  # it parsed each time: a malformed one never gets here
+        buried = await self.store.give_up(job_message.job_id, unprocessable.error_of(exc))
+        if buried is not None:
+            job, staged = buried
+            metrics.count_outcomes([(job["job_type"], JobStatus.DEAD_LETTERED)])
+            job_log.finished(job, JobStatus.DEAD_LETTERED, job["finished_at"])
+            self.outbox.publish_soon([staged])
+        await message.reject(requeue=False)
 
     async def _claim(self, job_id: str) -> tuple[Verdict, Lock]:
         """Claim through the batch; a claim that lost a race decides again, a few times, then waits a lease."""
@@ -192,8 +207,9 @@ class JobWorker:
         finally:
             self.leases.drop(job["id"])
         await self._judge(job["job_type"], None, probe)
+        outcome = succeeded(job, result)
         try:
-            staged = await self.batches.finish(succeeded(job, result), lock)
+            staged = await self.batches.finish(outcome, lock)
         except Exception as exc:
             if is_unreachable(exc):
                 raise  # the database is down: unacked, the message comes back and the job runs again
@@ -202,6 +218,7 @@ class JobWorker:
             return
         if staged is not None:
             self.replies.succeeded(message, job["id"])
+            job_log.finished(job, outcome.to, outcome.values["finished_at"])
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
@@ -219,9 +236,11 @@ class JobWorker:
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
-            staged = await self.batches.finish(dead_lettered(job, error, plan.reason), lock)
+            outcome = dead_lettered(job, error, plan.reason)
+            staged = await self.batches.finish(outcome, lock)
             if staged is not None:
                 self.replies.dead_lettered(message, job["id"])
+                job_log.finished(job, outcome.to, outcome.values["finished_at"])
             await self._settle(message, staged, ack=False)
             return
         logger.info(

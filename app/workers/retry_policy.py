@@ -19,6 +19,7 @@ class DeadReason(StrEnum):
     TIMEOUT = "timeout"
     WORKER_LOST = "worker_lost"
     GONE = "gone"  # a webhook endpoint answered 410
+    UNPROCESSABLE = "unprocessable"  # the service itself failed to process its message three times
 
 
 @dataclass(frozen=True)

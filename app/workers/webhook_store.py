@@ -207,6 +207,24 @@ class WebhookStore:
             if trail:
                 await audit_many(conn, trail)
 
+    async def give_up(self, delivery_id: str, why: str) -> bool:
+        """A pending delivery whose message the service failed to process three times: failed, with its audit row,
+        never sent; False when it is no longer pending (or there is no such delivery)."""
+        now = utcnow()
+        async with self.engine.begin() as conn:
+            job_id = (
+                await conn.execute(
+                    update(DELIVERIES)
+                    .where(DELIVERIES.c.id == delivery_id, DELIVERIES.c.status == DeliveryStatus.PENDING)
+                    .values(status=DeliveryStatus.FAILED, lease_until=None, updated_at=now)
+                    .returning(DELIVERIES.c.job_id)
+                )
+            ).first()
+            if job_id is not None and job_id[0]:
+                detail = {"delivery_id": delivery_id, "outcome": DeliveryOutcome.FAILED, "error": why}
+                await audit_many(conn, [_trail(job_id[0], detail, now)])
+        return job_id is not None
+
     async def record(self, batch: list[Recording]) -> list[bool]:
         """Log each attempt and its delivery's new state, fenced by the attempt count it was claimed with; False
         for a delivery a newer claim owns. One transaction for the batch."""

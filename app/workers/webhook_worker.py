@@ -28,6 +28,7 @@ from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
+from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.delivery_batches import DeliveryBatches, breaker_key
 from app.workers.endpoint_slots import EndpointSlots
@@ -60,7 +61,11 @@ class WebhookWorker:
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
         self.fanout = ConsumerGroup(self.resources, f"{self.name}-fanout", fanout_plan, self._fan_out)
         self.senders = ConsumerGroup(
-            self.resources, self.name, {names.webhook_deliver_queue: settings.webhook_consumers}, self._deliver
+            self.resources,
+            self.name,
+            {names.webhook_deliver_queue: settings.webhook_consumers},
+            self._deliver,
+            self._give_up,
         )
         self.http = self._http_client()
 
@@ -147,6 +152,19 @@ class WebhookWorker:
                 await message.ack()
             case Send() as send:
                 await self._send(message, send, operator)
+
+    async def _give_up(self, message: Message, exc: Exception) -> None:
+        """The service failed to process this delivery message three times: fail its delivery (when the message
+        names one still pending) with the error as `unprocessable`, and reject the message into the webhook DLQ."""
+        try:
+            delivery_id = json.loads(message.body).get("delivery_id")
+        except (ValueError, AttributeError):
+            delivery_id = None
+        if isinstance(delivery_id, str) and delivery_id:
+            error = unprocessable.error_of(exc)
+            why = f"{DeadReason.UNPROCESSABLE}: {error['type']}: {error['message']}"
+            await self.batches.store.give_up(delivery_id, why)
+        await message.reject(requeue=False)
 
     async def _send(self, message: Message, send: Send, operator: bool) -> None:
         """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,

@@ -38,12 +38,14 @@ async def recent_logs(
     limit: Annotated[int, Query(ge=1, le=KEPT)] = 100,
 ) -> list[LogRecordOut]:
     """The latest log records of every API and worker process at `level` or above, newest first. Each process
-    keeps its records at WARNING and above in one list shared by all (the newest 1,000 are kept), so `DEBUG` and
-    `INFO` return the same as `WARNING`. API keys, webhook secrets, `Authorization` values and
+    keeps its records at WARNING and above in one list shared by all (the newest 1,000 are kept), and those below
+    WARNING that its LOG_LEVEL lets through (one INFO line per finished job, with its request id) in another of
+    the same size. API keys, webhook secrets, `Authorization` values and
     SECRET_ENCRYPTION_KEY are redacted before a record is written anywhere."""
     names = state.resources.names
     try:
-        records = await recent(state.resources.redis, names.recent_logs_key, level, limit)
+        keys = (names.recent_logs_key, names.recent_info_logs_key)
+        records = await recent(state.resources.redis, keys, level, limit)
     except RedisError as exc:
         raise ApiError(503, "redis_unavailable", "Redis is unreachable, so recent logs cannot be read.") from exc
     return [LogRecordOut.model_validate(record) for record in records]
