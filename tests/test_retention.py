@@ -1,6 +1,7 @@
 """Retention of finished jobs: jobs finished long ago go with their audit rows, deliveries, attempts, artifacts and
 DLQ messages, in batches, counted in `jobs_pruned_total`; unfinished and recent ones stay, and 0 keeps them all."""
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -228,3 +229,33 @@ async def test_a_pruned_job_answers_404_and_a_dead_ones_dlq_message_goes_with_it
     left = await dlq_ids(broker)
     assert dead not in left and young_dead in left
     assert (await api.job(headers, young_dead))["status"] == "dead_lettered"
+
+
+async def an_audit_row_waits_for_a_lock(db: AsyncEngine) -> bool:
+    """Whether a statement writing the audit trail of this test database waits for a lock."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO job_events%'"
+    )
+    async with db.connect() as conn:
+        return bool((await conn.execute(query)).scalar_one())
+
+
+async def test_a_retry_that_races_with_the_pruning_of_its_job_answers_404(api: Api, db: AsyncEngine) -> None:
+    """The retry has read the dead job when a prune deletes it: the replay's audit row waits on the deleted row,
+    then finds no job to belong to. That is the job gone, a 404, never a 500 and never a job made again."""
+    headers = await api.new_client("retention-race")
+    job = make_job(client_id="retention-race", status="dead_lettered", finished_at=NOW - timedelta(days=91))
+    async with db.begin() as conn:
+        await conn.execute(insert(JOBS).values(**job))
+    async with db.connect() as pruning:
+        transaction = await pruning.begin()
+        gone = await pruning.execute(delete_finished([job["id"]], S.DEAD_LETTERED, NOW - timedelta(days=90)))
+        assert list(gone.scalars()) == [job["id"]]  # deleted, not yet committed
+        retry = asyncio.create_task(api.client.post(f"/api/v1/jobs/{job['id']}/retry", headers=headers))
+        await wait_for(lambda: an_audit_row_waits_for_a_lock(db), within=10)
+        await transaction.commit()
+    answer = await retry
+    assert answer.status_code == 404, answer.text
+    async with db.connect() as conn:
+        assert (await conn.execute(select(func.count()).where(JOBS.c.id == job["id"]))).scalar_one() == 0
