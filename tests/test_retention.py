@@ -222,7 +222,8 @@ async def test_a_pruned_job_answers_404_and_a_dead_ones_dlq_message_goes_with_it
 
     for job_id in (done, dead):
         assert (await api.client.get(f"/api/v1/jobs/{job_id}", headers=headers)).status_code == 404
-        assert (await api.client.get(f"/api/v1/jobs/{job_id}/events", headers=headers)).status_code == 404
+        for tail in ("events", "logs", "artifact"):
+            assert (await api.client.get(f"/api/v1/jobs/{job_id}/{tail}", headers=headers)).status_code == 404
     assert (await api.client.post(f"/api/v1/jobs/{dead}/retry", headers=headers)).status_code == 404
     replayed = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [dead]}, headers=headers)
     assert replayed.json() == {"replayed": 0, "job_ids": []}
