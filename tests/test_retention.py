@@ -14,6 +14,7 @@ from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.config import Settings
 from app.core.database import make_engine
 from app.core.resources import Resources
 from app.core.statuses import JobStatus
@@ -29,6 +30,12 @@ S = JobStatus
 NOW = datetime.now(UTC)
 LIFETIMES = {S.SUCCEEDED: 30.0, S.CANCELLED: 30.0, S.DEAD_LETTERED: 90.0}
 UNFINISHED = [S.PENDING, S.SCHEDULED, S.QUEUED, S.RUNNING, S.RETRYING]
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """The API's and worker's: their own retention loops prune no job, so only the test's sweeps do."""
+    return make_settings(job_retention_days=0, dead_job_retention_days=0)
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
