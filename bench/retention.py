@@ -52,6 +52,7 @@ async def retention(h: Harness, sizes: Sizes) -> list[Row]:
                 pruned.append(gone)
     kept, pruning = median(rates["kept"]), median(rates["pruning"])
     kept_share = ratio(pruning, kept, 3)
+    spread = max(max(arm) - min(arm) for arm in rates.values())
     h.notes.append(
         f"retention: {sizes.prune_rounds} rounds of each arm, taking turns; {sizes.prune_jobs} jobs finished 40 days "
         f"ago beside each drain of {sizes.drain_jobs}. Rounds, jobs/s: kept {_all(rates['kept'])}, pruning "
@@ -64,7 +65,7 @@ async def retention(h: Harness, sizes: Sizes) -> list[Row]:
             "are pruned",
             num(pruning),
             f"nothing pruned {num(kept)}",
-            f"{num(kept_share, 3)} x",
+            f"{num(kept_share, 3)} x; pruning - kept {num(pruning - kept)}, rounds spread {num(spread)}",
             f"≥ {TARGET} x (under 10 % slower)",
             kept_share is not None and kept_share >= TARGET,
         ),
@@ -89,7 +90,8 @@ async def _drain_beside_old_jobs(h: Harness, sizes: Sizes, arm: str, days: int) 
     worker = await h.start_job_worker(
         CONSUMERS, name=f"job-worker-retention-{arm}", job_retention_days=days, retention_job_days=FAR
     )
-    await _until_drained(h, sizes.drain_jobs, arm)
+    async with h.metered(f"the drain beside old jobs ({arm})", {"job worker": worker}):
+        await _until_drained(h, sizes.drain_jobs, arm)
     left = int(await h.db.pool.fetchval("SELECT count(*) FROM jobs WHERE client_id = $1", OLD_CLIENT))
     await worker.stop()
     row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
