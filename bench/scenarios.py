@@ -1,4 +1,4 @@
-"""The eight scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The nine scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -13,6 +13,8 @@ it started and returns table rows.
   alone and then beside the same client's endpoint that answers after 10 s, through one webhook worker.
 - metrics_cost (bench/metrics_cost.py): the drain and the ingest with the metrics as shipped and with every
   metric update a no-op, taking turns; what moving the metrics costs the hot paths.
+- retention (bench/retention.py): the drain beside N jobs that finished long ago, with the job worker's
+  retention loop pruning them and with their retention off, taking turns; what pruning costs the drain.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -29,6 +31,7 @@ from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
 from bench.overload import overload
 from bench.report import Row
+from bench.retention import retention
 from bench.scaling import scaling
 from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
@@ -44,6 +47,7 @@ SCENARIOS: dict[str, Scenario] = {
     "webhooks": webhooks,
     "slow_endpoint": slow_endpoint,
     "metrics_cost": metrics_cost,
+    "retention": retention,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

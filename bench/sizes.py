@@ -24,6 +24,8 @@ class Sizes:
     slow_jobs: int  # jobs per phase: with the fast endpoint alone, beside a second fast one, then beside the slow one
     overload_seconds: float  # how long the overload scenario's clients keep sending
     cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
+    prune_jobs: int  # finished jobs the retention scenario prunes beside each drain
+    prune_rounds: int  # rounds of each arm (nothing pruned, pruning) in the retention scenario
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
@@ -53,6 +55,8 @@ FULL = Sizes(
     slow_jobs=1000,
     overload_seconds=60,
     cost_rounds=3,
+    prune_jobs=100_000,
+    prune_rounds=3,
     scale_jobs=6000,
     scale_max_workers=4,
     soak_jobs=50_000,
@@ -78,6 +82,8 @@ QUICK = Sizes(
     slow_jobs=250,
     overload_seconds=5,
     cost_rounds=1,
+    prune_jobs=5000,
+    prune_rounds=1,
     scale_jobs=300,
     scale_max_workers=2,
     soak_jobs=1000,

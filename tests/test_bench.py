@@ -16,7 +16,17 @@ from bench import scenarios
 from bench.receiver import Receiver
 from tests.support import ROOT, wait_for
 
-SCENARIOS = ("ingest", "end-to-end", "webhooks", "slow_endpoint", "metrics_cost", "overload", "scaling", "soak")
+SCENARIOS = (
+    "ingest",
+    "end-to-end",
+    "webhooks",
+    "slow_endpoint",
+    "metrics_cost",
+    "retention",
+    "overload",
+    "scaling",
+    "soak",
+)
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HEADER = "| scenario | figure | ours | baseline | ratio | target | met? |"
 
@@ -50,6 +60,7 @@ def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_f
     assert 0 < scenarios.QUICK.overload_seconds <= scenarios.FULL.overload_seconds
     assert scenarios.QUICK.slow_rate > 0 and scenarios.FULL.slow_rate > 0
     assert 0 < scenarios.QUICK.scale_jobs <= scenarios.FULL.scale_jobs
+    assert 0 < scenarios.QUICK.prune_jobs <= scenarios.FULL.prune_jobs
     assert 1 < scenarios.QUICK.scale_max_workers <= scenarios.FULL.scale_max_workers
 
 

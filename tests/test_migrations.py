@@ -20,6 +20,7 @@ FILTERED_INDEX = (
     "CREATE UNIQUE INDEX uq_jobs_client_idempotency ON jobs (client_id, idempotency_key) "
     "WHERE idempotency_key IS NOT NULL"
 )
+FINISHED_INDEX = "CREATE INDEX ix_jobs_status_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL"
 TABLES = {
     "jobs",
     "job_events",
@@ -64,6 +65,7 @@ def test_the_mssql_rendering_uses_portable_sql_and_never_loads_the_odbc_driver()
     assert "body VARBINARY(max) NOT NULL" in sql and "IMAGE" not in sql
     assert "CREATE TABLE schedules" in sql and "active BIT NOT NULL" in sql
     assert "ALTER TABLE jobs ADD run_at DATETIMEOFFSET NULL" in sql
+    assert FINISHED_INDEX in sql
     upper = sql.upper()
     for dialect_only in ("SKIP LOCKED", "FOR UPDATE", "NOW()", "CURRENT_TIMESTAMP"):
         assert dialect_only not in upper, dialect_only
@@ -73,7 +75,7 @@ def test_the_mssql_rendering_uses_portable_sql_and_never_loads_the_odbc_driver()
 def test_the_postgresql_rendering_has_the_filtered_index_and_aware_timestamps() -> None:
     sql, _ = render_offline(POSTGRES_URL)
 
-    assert FILTERED_INDEX in sql
+    assert FILTERED_INDEX in sql and FINISHED_INDEX in sql
     assert "created_at TIMESTAMP WITH TIME ZONE NOT NULL" in sql
     assert "TIMESTAMP WITHOUT TIME ZONE" not in sql
     assert "now()" not in sql.lower()
@@ -99,7 +101,7 @@ def test_migrate_creates_every_table_on_a_fresh_sqlite_file_and_may_run_again(tm
     assert first.returncode == 0, first.stderr
     assert tables_of(database) == TABLES
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0005",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0006",)]
 
     second = run_migrate(database)
 

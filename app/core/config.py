@@ -151,6 +151,11 @@ class Settings(BaseSettings):
     """Delivery attempts and finished deliveries older than this many days are deleted."""
     retention_job_days: float = Field(default=30, gt=0)
     """Audit rows of jobs that finished more than this many days ago are deleted."""
+    job_retention_days: float = Field(default=30, ge=0)
+    """`succeeded` and `cancelled` jobs that finished more than this many days ago are deleted, with their audit
+    rows, deliveries and artifacts (a deleted job answers 404); 0 keeps them forever."""
+    dead_job_retention_days: float = Field(default=90, ge=0)
+    """The same for `dead_lettered` jobs, whose messages leave the broker's DLQ with them; 0 keeps them forever."""
     retention_interval_seconds: float = Field(default=3600, gt=0)
     """Seconds between two cleanup passes."""
     retention_batch_size: int = Field(default=1000, ge=1)

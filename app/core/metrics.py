@@ -92,6 +92,11 @@ SCHEDULER_LAG = Histogram(
     ["source"],
     buckets=LAG_BUCKETS,
 )
+JOBS_PRUNED = Counter(
+    "jobs_pruned",
+    "Finished jobs deleted by retention, with their audit rows, deliveries and artifacts.",
+    ["status"],
+)
 
 # --- the API's requests, by route template (never the raw path: one series per route), method and status
 HTTP_REQUESTS = Counter("http_requests", "HTTP requests answered.", ["handler", "method", "status"])

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from sqlalchemy import delete, insert, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.resources import Resources
 from app.models.tables import ARTIFACTS
@@ -86,6 +86,19 @@ class ArtifactStore:
                 if row.path:
                     await asyncio.to_thread(Path(row.path).unlink, missing_ok=True)
             total += len(rows)
+
+
+async def drop_rows_of(conn: AsyncConnection, job_ids: list[str]) -> list[str]:
+    """Delete these jobs' artifact rows in `conn`'s transaction; the paths of their files, to remove once it
+    commits (a file removed before a rollback would leave a row without its bytes)."""
+    deleted = delete(ARTIFACTS).where(ARTIFACTS.c.job_id.in_(job_ids)).returning(ARTIFACTS.c.path)
+    return [path for path in (await conn.execute(deleted)).scalars() if path]
+
+
+async def remove_files(paths: list[str]) -> None:
+    """Remove artifact files whose rows are gone; one already missing is no error."""
+    for path in paths:
+        await asyncio.to_thread(Path(path).unlink, missing_ok=True)
 
 
 def artifact_store(resources: Resources) -> ArtifactStore:

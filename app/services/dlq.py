@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core import metrics
@@ -103,6 +104,8 @@ class DlqService:
             return None
         replayed = await self._replay_one(job) if job["status"] == S.DEAD_LETTERED else None
         if replayed is None:
+            if job["status"] == S.DEAD_LETTERED and await self._visible(principal, job_id) is None:
+                return None  # retention deleted it since it was read
             raise NotDeadLettered(job_id)
         queued, staged = replayed
         await self.outbox.publish(staged)
@@ -122,6 +125,8 @@ class DlqService:
                 staged = await outbox_rows.add(conn, job_outgoing(self.names, JobMessage.from_row(queued)))
         except _Lost:
             return None  # someone else replayed or changed it first; the transaction rolled back
+        except IntegrityError:
+            return None  # retention deleted it first: its audit row has no job to belong to
         return queued, [staged, event]
 
     async def cancel(self, principal: Principal, job_id: str) -> JobRow | None:
