@@ -8,6 +8,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
+from app.core.masking import mask_urls
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL, check_syntax
 from app.handlers.base import HttpAnswer, JobContext, JobType
@@ -61,7 +62,8 @@ async def handle(ctx: JobContext, payload: NotificationPayload) -> dict[str, int
     except UnsafeURL as exc:
         raise PermanentError(str(exc)) from exc
     except (httpx.HTTPError, OSError) as exc:  # timeouts included: httpx.TimeoutException, TimeoutError
-        raise TransientError(f"{payload.method} {payload.url} failed ({str(exc) or type(exc).__name__})") from exc
+        why = mask_urls(str(exc)) or type(exc).__name__
+        raise TransientError(f"{payload.method} {mask_urls(payload.url)} failed ({why})") from exc
     _check(payload, answer)
     return {"status_code": answer.status_code, "duration_ms": round(answer.duration_ms, 1)}
 
@@ -88,7 +90,7 @@ def _check(payload: NotificationPayload, answer: HttpAnswer) -> None:
     error = TransientError if retry_later else PermanentError
     excerpt = answer.body[:200].strip()
     detail = f": {excerpt}" if excerpt else ""
-    raise error(f"{payload.method} {payload.url} answered {answer.status_code}{detail}")
+    raise error(f"{payload.method} {mask_urls(payload.url)} answered {answer.status_code}{detail}")
 
 
 JOB_TYPE = JobType(
