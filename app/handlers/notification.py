@@ -3,12 +3,12 @@
 import json
 import re
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
-from app.core.masking import mask_urls
+from app.core.masking import MASK, mask_urls
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL, check_syntax
 from app.handlers.base import HttpAnswer, JobContext, JobType
@@ -20,6 +20,8 @@ MAX_HEADERS = 50
 REFUSED_HEADERS = {"host", "content-length", "transfer-encoding"}
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}")  # an RFC 9110 token
 HEADER_VALUE = re.compile(r"[\t\x20-\x7e]{0,8192}")  # printable ASCII: no line breaks, nothing httpx cannot encode
+# Headers whose values authenticate (any case): sealed at rest with the `secret`, shown as `***`.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 
 
 class NotificationPayload(BaseModel):
@@ -93,10 +95,27 @@ def _check(payload: NotificationPayload, answer: HttpAnswer) -> None:
     raise error(f"{payload.method} {mask_urls(payload.url)} answered {answer.status_code}{detail}")
 
 
+def credentials(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The payload with `***` for its `secret` and credential headers' values, and those values."""
+    headers: dict[str, Any] = payload.get("headers") or {}
+    hidden: dict[str, Any] = {}
+    if payload.get("secret") is not None:
+        hidden["secret"] = payload["secret"]
+    if taken := {name: value for name, value in headers.items() if name.lower() in CREDENTIAL_HEADERS}:
+        hidden["headers"] = taken
+    if not hidden:
+        return payload, {}
+    shown = {**payload, **dict.fromkeys(hidden.keys() - {"headers"}, MASK)}
+    if taken:
+        shown["headers"] = {**headers, **dict.fromkeys(taken, MASK)}
+    return shown, hidden
+
+
 JOB_TYPE = JobType(
     "notification",
     NotificationPayload,
     handle,
     "Makes one HTTP call, signed like a webhook delivery with a `secret`; 5xx and timeouts are retried.",
     urls=lambda payload: {"url": payload.url},
+    credentials=credentials,
 )

@@ -14,12 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core import metrics
 from app.core.cron import BadCron, BadTimezone, next_fire
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.models.claims import skip_locked
 from app.models.setwise import per_row
 from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
 from app.services.outbox import Outbox
+from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, insert_drafts, new_drafts
 
 Row = dict[str, Any]
@@ -84,7 +86,7 @@ def advance(firings: list[Firing], now: datetime) -> Update:
     )
 
 
-async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int) -> int:
+async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int, box: SecretBox = NO_KEY) -> int:
     """Fire up to `limit` due schedules, each once; publish their jobs after the commit. Returns how many fired."""
     now = utcnow()
     async with engine.connect() as conn:  # most cycles find nothing due: a read, not a locking transaction
@@ -96,14 +98,14 @@ async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int
             return 0
         taken = set((await conn.execute(advance(firings, now))).scalars())
         mine = [f for f in firings if f.schedule["id"] in taken]
-        staged = await insert_drafts(conn, await _new_jobs(conn, names, mine)) if mine else []
+        staged = await insert_drafts(conn, await _new_jobs(conn, names, mine, box)) if mine else []
     for firing in mine:  # fired when committed: the lag is counted then, not after the publish
         metrics.scheduler_lag(metrics.RECURRING).observe(max(0.0, (now - firing.fire_at).total_seconds()))
     await outbox.publish(staged)
     return len(mine)
 
 
-async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing]) -> list[Draft]:
+async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing], box: SecretBox) -> list[Draft]:
     """A draft per firing that has no job yet (a trigger or an earlier run may have made it)."""
     drafts = []
     for firing in firings:
@@ -112,7 +114,7 @@ async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing]) 
         except ValidationError as exc:  # checked when saved; a job type since removed, say
             logger.error("schedule {} holds a job request no longer valid: {}", firing.schedule["id"], exc)
             continue
-        drafts += new_drafts(names, firing.schedule["client_id"], [request], None)
+        drafts += new_drafts(names, firing.schedule["client_id"], [request], None, box)
     keys = [d.key for d in drafts]
     made = select(JOBS.c.client_id, JOBS.c.idempotency_key).where(JOBS.c.idempotency_key.in_(keys))
     existing = {(client, key) for client, key in await conn.execute(made)}

@@ -2,8 +2,10 @@
 due, then fire the recurring schedules that are due. Any number of processes may run it at once."""
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from app.core.resources import Resources
+from app.core.secret_box import SecretBox
 from app.services.due_jobs import queue_due
 from app.services.firings import fire_due
 from app.services.outbox import Outbox
@@ -17,6 +19,11 @@ class Scheduler:
     resources: Resources
     outbox: Outbox
 
+    @cached_property
+    def box(self) -> SecretBox:
+        """Seals the credentials in the payloads of the jobs schedules make."""
+        return SecretBox(self.resources.settings.secret_encryption_key)
+
     async def cycle(self) -> None:
         """One pass over what is due now."""
         engine, names = self.resources.engine, self.resources.names
@@ -25,5 +32,5 @@ class Scheduler:
             if len(await queue_due(engine, names, self.outbox, size)) < size:
                 break
         for _ in range(MAX_BATCHES_PER_CYCLE):
-            if await fire_due(engine, names, self.outbox, size) < size:
+            if await fire_due(engine, names, self.outbox, size, self.box) < size:
                 break
