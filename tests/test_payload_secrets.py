@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from app.core.masking import MASK
 from app.handlers.notification import JOB_TYPE as NOTIFICATION
-from app.models.tables import JOB_EVENTS, JOBS
+from app.models.tables import JOB_EVENTS, JOBS, SCHEDULES
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.receiver import Received, Receiver
@@ -146,3 +146,51 @@ async def test_a_changed_credential_is_another_request_for_an_idempotency_key(ap
     assert answer.status_code == 409, answer.text
     assert_clear_of_secrets(answer.text)
     assert "another-token-123" not in answer.text
+
+
+async def test_a_schedule_s_job_keeps_its_credentials_sealed_and_its_firings_send_them(
+    api: Api, worker: JobWorker, receiver: Receiver, db: AsyncEngine
+) -> None:
+    headers = await api.new_client("payload-secrets-schedule")
+    body = {"name": "nightly", "cron": "0 3 * * *", "job": notification(receiver.url("/scheduled"))}
+    created = await api.client.post("/api/v1/schedules", json=body, headers=headers)
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    assert_masked(schedule["job"])
+    assert_masked((await api.client.get(f"/api/v1/schedules/{schedule['id']}", headers=headers)).json()["job"])
+    assert_clear_of_secrets((await api.client.get("/api/v1/schedules", headers=headers)).text)
+
+    fired = await api.client.post(f"/api/v1/schedules/{schedule['id']}/trigger", headers=headers)
+    assert fired.status_code in (201, 202), fired.text
+    assert_masked(fired.json())
+    assert (await until_status(api, headers, fired.json()["id"], 30))["status"] == "succeeded"
+    [call] = receiver.on("/scheduled")
+    assert {name: call.headers[name.lower()] for name in CREDENTIALS} == CREDENTIALS
+    Webhook(SECRET).verify(call.body, call.headers)
+
+    patched = await api.client.patch(
+        f"/api/v1/schedules/{schedule['id']}", json={"job": notification(receiver.url("/patched"))}, headers=headers
+    )
+    assert patched.status_code == 200, patched.text
+    assert_masked(patched.json()["job"])
+    async with db.connect() as conn:
+        row = (await conn.execute(select(SCHEDULES).where(SCHEDULES.c.id == schedule["id"]))).one()._mapping
+    assert_clear_of_secrets(json.dumps({k: str(v) for k, v in row.items()}))
+    assert row["sealed"].startswith("gAAAA")
+
+
+async def test_a_cron_firing_sends_the_credentials_its_schedule_sealed(
+    api: Api, worker: JobWorker, receiver: Receiver
+) -> None:
+    headers = await api.new_client("payload-secrets-cron")
+    body = {"name": "every-second", "cron": "* * * * * *", "job": notification(receiver.url("/fired"))}
+    schedule = (await api.client.post("/api/v1/schedules", json=body, headers=headers)).json()
+
+    async def fired() -> Received | None:
+        return next(iter(receiver.on("/fired")), None)
+
+    call = await wait_for(fired, within=20)
+    assert (await api.client.delete(f"/api/v1/schedules/{schedule['id']}", headers=headers)).status_code == 204
+    assert call is not None
+    assert {name: call.headers[name.lower()] for name in CREDENTIALS} == CREDENTIALS
+    Webhook(SECRET).verify(call.body, call.headers)

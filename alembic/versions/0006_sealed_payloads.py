@@ -1,4 +1,4 @@
-"""A job's payload credentials, sealed (jobs.sealed).
+"""The credentials of a job's payload, sealed: jobs.sealed, and schedules.sealed for a schedule's job.
 
 Revision ID: 0006
 Revises: 0005
@@ -19,7 +19,9 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("jobs", sa.Column("sealed", sa.Text, nullable=True))
+    op.add_column("schedules", sa.Column("sealed", sa.Text, nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("schedules", "sealed")
     op.drop_column("jobs", "sealed")

@@ -21,7 +21,7 @@ from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
 from app.services.outbox import Outbox
-from app.services.payload_secrets import NO_KEY
+from app.services.payload_secrets import NO_KEY, opened_job
 from app.services.submit import Draft, insert_drafts, new_drafts
 
 Row = dict[str, Any]
@@ -32,9 +32,10 @@ def firing_key(schedule_id: str, fire_at: datetime) -> str:
     return f"schedule:{schedule_id}:{fire_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
 
-def firing_request(schedule: Row, fire_at: datetime) -> JobOptions:
-    """The job request one firing submits: the schedule's own, under the firing's key."""
-    return JOB_REQUEST.validate_python({**schedule["job"], "idempotency_key": firing_key(schedule["id"], fire_at)})
+def firing_request(schedule: Row, fire_at: datetime, box: SecretBox = NO_KEY) -> JobOptions:
+    """The job request one firing submits: the schedule's own, its credentials opened, under the firing's key."""
+    job = opened_job(schedule, box)
+    return JOB_REQUEST.validate_python({**job, "idempotency_key": firing_key(schedule["id"], fire_at)})
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing], 
     drafts = []
     for firing in firings:
         try:
-            request = firing_request(firing.schedule, firing.fire_at)
+            request = firing_request(firing.schedule, firing.fire_at, box)
         except ValidationError as exc:  # checked when saved; a job type since removed, say
             logger.error("schedule {} holds a job request no longer valid: {}", firing.schedule["id"], exc)
             continue

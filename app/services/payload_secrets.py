@@ -35,6 +35,20 @@ def opened(payload: Any, sealed_credentials: str | None, box: SecretBox) -> Any:
     return _overlay(payload, loads(box.unseal(sealed_credentials)))
 
 
+def sealed_job(job: dict[str, Any], box: SecretBox) -> tuple[dict[str, Any], str | None]:
+    """A job request (a schedule's) as it is stored and shown, and its payload's credentials sealed."""
+    payload, sealed_credentials = sealed(job["job_type"], job.get("payload"), box)
+    return ({**job, "payload": payload} if sealed_credentials else job), sealed_credentials
+
+
+def opened_job(schedule: Mapping[str, Any], box: SecretBox) -> dict[str, Any]:
+    """A schedule's job request as it was sent, its payload's credentials opened."""
+    job: dict[str, Any] = schedule["job"]
+    if not schedule.get("sealed"):
+        return job
+    return {**job, "payload": opened(job.get("payload"), schedule["sealed"], box)}
+
+
 def _overlay(base: Any, over: Any) -> Any:
     if not isinstance(base, Mapping) or not isinstance(over, Mapping):
         return over

@@ -1,12 +1,12 @@
-"""Re-sealing every stored secret (webhook secrets, notification jobs' credentials) with the first key of
-SECRET_ENCRYPTION_KEY, a batch at a time, so an older key can then be dropped. Idempotent: a secret already sealed
-with the first key is left as it is."""
+"""Re-sealing every stored secret (webhook secrets, the credentials of notification jobs and of schedules' jobs)
+with the first key of SECRET_ENCRYPTION_KEY, a batch at a time, so an older key can then be dropped. Idempotent: a
+secret already sealed with the first key is left as it is."""
 
 from sqlalchemy import Table, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.secret_box import SecretBox
-from app.models.tables import CLIENT_SECRETS, ENDPOINTS, JOBS
+from app.models.tables import CLIENT_SECRETS, ENDPOINTS, JOBS, SCHEDULES
 
 BATCH_ROWS = 500
 # Each table that holds sealed secrets: its key column and its sealed columns. Deleted endpoints too: no row
@@ -15,6 +15,7 @@ SEALED: tuple[tuple[Table, str, tuple[str, ...]], ...] = (
     (ENDPOINTS, "id", ("secret", "previous_secret")),
     (CLIENT_SECRETS, "client_id", ("secret",)),
     (JOBS, "id", ("sealed",)),
+    (SCHEDULES, "id", ("sealed",)),
 )
 
 
