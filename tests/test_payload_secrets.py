@@ -52,6 +52,9 @@ def test_the_payload_is_split_into_what_shows_and_what_is_sealed() -> None:
     assert shown == {**payload, "secret": MASK, "headers": {**dict.fromkeys(CREDENTIALS, MASK), "X-Tenant": "t1"}}
     assert hidden == {"secret": SECRET, "headers": CREDENTIALS}
     assert NOTIFICATION.credentials({"url": "http://127.0.0.1/x", "headers": {"X-Tenant": "t"}})[1] == {}
+    url = "http://127.0.0.1/x?access_token=url-tok-1&page=2"
+    shown, hidden = NOTIFICATION.credentials({"url": url})
+    assert (shown, hidden) == ({"url": "http://127.0.0.1/x?access_token=***&page=2"}, {"url": url})
 
 
 async def test_credentials_are_sealed_at_rest_and_masked_everywhere(

@@ -96,16 +96,21 @@ def _check(payload: NotificationPayload, answer: HttpAnswer) -> None:
 
 
 def credentials(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The payload with `***` for its `secret` and credential headers' values, and those values."""
+    """The payload with `***` for its `secret`, its credential headers' values and its URL's credential-like query
+    values, and what they were."""
     headers: dict[str, Any] = payload.get("headers") or {}
-    hidden: dict[str, Any] = {}
+    url, hidden = payload.get("url"), {}
     if payload.get("secret") is not None:
         hidden["secret"] = payload["secret"]
+    if isinstance(url, str) and (shown_url := mask_urls(url)) != url:
+        hidden["url"] = url
     if taken := {name: value for name, value in headers.items() if name.lower() in CREDENTIAL_HEADERS}:
         hidden["headers"] = taken
     if not hidden:
         return payload, {}
-    shown = {**payload, **dict.fromkeys(hidden.keys() - {"headers"}, MASK)}
+    shown = {**payload, **dict.fromkeys(hidden.keys() & {"secret"}, MASK)}
+    if "url" in hidden:
+        shown["url"] = shown_url
     if taken:
         shown["headers"] = {**headers, **dict.fromkeys(taken, MASK)}
     return shown, hidden
