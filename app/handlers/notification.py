@@ -27,12 +27,24 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"
 class NotificationPayload(BaseModel):
     model_config = REQUEST_CONFIG
 
-    url: str = Field(max_length=2048, pattern=r"^https?://", description="An http(s) URL to call.")
+    url: str = Field(
+        max_length=2048,
+        pattern=r"^https?://",
+        description="An http(s) URL to call; the values of its credential-like query parameters (`access_token`, "
+        "`key`, `signature`...) are sealed at rest and shown as `***`.",
+    )
     method: Literal["POST", "PUT", "PATCH", "GET", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=MAX_HEADERS)
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_HEADERS,
+        description="Sent with the call; the values of `Authorization`, `Proxy-Authorization`, `Cookie` and "
+        "`X-Api-Key` are sealed at rest and shown as `***`.",
+    )
     body: JsonValue = Field(default=None, description="Sent as compact JSON; nothing is sent when null.")
     secret: str | None = Field(
-        default=None, max_length=200, description="Signs the call like a webhook delivery (`whsec_…` or any string)."
+        default=None,
+        max_length=200,
+        description="Signs the call like a webhook delivery (`whsec_…` or any string); sealed at rest, shown as `***`.",
     )
     timeout: float = Field(default=10, gt=0, le=60, description="Seconds to wait for the answer.")
 
