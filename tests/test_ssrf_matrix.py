@@ -104,12 +104,15 @@ class StubResolver:
 
 @dataclass
 class Dials:
-    """Every socket the guarded clients open, by the address and port it is for."""
+    """Every socket the guarded clients open, by the address and port it is for; one for anything but loopback is
+    recorded and then refused before it is opened, so a guard that let an address through sends nothing there."""
 
     dialled: list[tuple[str, int]] = field(default_factory=list)
 
     def __call__(self, address: str, port: int) -> None:
         self.dialled.append((address, port))
+        if not ipaddress.ip_address(address).is_loopback:
+            raise OSError(f"a test dials loopback only, never {address}")
 
 
 Submit = Callable[[Api, dict[str, str], str], Awaitable[httpx.Response]]
