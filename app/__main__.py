@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("settings-doc", help="write .env.example and docs/settings.md from the settings")
     docs.add_argument("--check", action="store_true", help="only say whether they are up to date (exit 1 if not)")
     rotate = commands.add_parser(
-        "rotate-secrets", help="re-encrypt stored webhook secrets with the first key of SECRET_ENCRYPTION_KEY"
+        "rotate-secrets",
+        help="re-encrypt stored secrets (webhooks', notifications') with the first key of SECRET_ENCRYPTION_KEY",
     )
     rotate.add_argument("--batch-rows", type=int, default=500, metavar="N", help="rows per transaction (500)")
     worker = commands.add_parser("worker", help="run a worker process")
@@ -117,7 +118,7 @@ def migrate(settings: Settings) -> int:
 
 
 def rotate_secrets(settings: Settings, batch_rows: int) -> int:
-    """Re-seal every stored webhook secret with the first key; says how many it re-sealed."""
+    """Re-seal every stored secret with the first key; says how many it re-sealed."""
     from app.core.database import is_unreachable, make_engine
     from app.core.secret_box import SecretBox, SecretsUnavailable, keys_of
     from app.services.secret_rotation import rotate_secrets

@@ -108,7 +108,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
     failpoints = Failpoints.parse(settings.failpoints)
     return ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, outbox, names, idempotency, failpoints),
+        jobs=JobService(resources.engine, outbox, names, idempotency, failpoints, box),
         keys=ApiKeyService(
             resources.engine, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
         ),

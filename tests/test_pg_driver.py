@@ -19,7 +19,7 @@ EVENTS = NAMES.events_exchange
 
 
 async def test_a_duplicate_job_is_an_integrity_error_with_the_drivers_error_inside(db: AsyncEngine) -> None:
-    job = {**make_job(status="pending"), "run_at": None}
+    job = {**make_job(status="pending"), "run_at": None, "sealed": None}
     await add(db, job)
     async with pg_batch.autocommit(db) as conn:
         with pytest.raises(IntegrityError) as raised:

@@ -9,10 +9,11 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select
 
 from app.core.database import make_engine
+from app.core.messages import dumps
 from app.core.redaction import REDACTED, Redactor
 from app.core.secret_box import SecretBox, SecretsUnavailable
 from app.main import create_app
-from app.models.tables import CLIENT_SECRETS, ENDPOINTS
+from app.models.tables import CLIENT_SECRETS, ENDPOINTS, JOBS
 from tests.conftest import ADMIN_KEY, make_settings, settings_env
 from tests.support import ROOT, api_with
 
@@ -43,11 +44,12 @@ async def test_rotate_secrets_reseals_every_stored_secret_with_the_first_key(sql
     shown = await _stored_secrets(sqlite_url)
     first = _rotate(sqlite_url, f"{NEW},{OLD}")
     assert first.returncode == 0, first.stderr
-    assert "Re-encrypted 5 stored secret(s)" in first.stdout  # three endpoints, one previous secret, one default
+    # three endpoints, one previous secret, one default, one notification job's credentials
+    assert "Re-encrypted 6 stored secret(s)" in first.stdout
     again = _rotate(sqlite_url, f"{NEW},{OLD}")
     assert "Re-encrypted 0 stored secret(s)" in again.stdout, again.stdout + again.stderr
     sealed = await _sealed(sqlite_url)
-    assert len(sealed) == 5
+    assert len(sealed) == 6
     assert sorted(SecretBox(NEW).open(value) for value in sealed) == sorted(shown)
     for value in sealed:
         with pytest.raises(SecretsUnavailable):
@@ -64,7 +66,8 @@ async def test_rotate_secrets_stops_on_a_secret_no_key_opens(sqlite_url: str) ->
 
 
 async def _stored_secrets(url: str) -> list[str]:
-    """Three endpoints (one rotated) and the client's default secret, sealed with OLD; every secret shown."""
+    """Three endpoints (one rotated), the client's default secret and a notification job's credentials, sealed with
+    OLD; every secret shown (the job's as it is sealed: its credentials as JSON)."""
     async with api_with(create_app(make_settings(database_url=url, secret_encryption_key=OLD)), ADMIN_KEY) as api:
         headers = await api.new_client("rotation")
         hooks = [
@@ -73,7 +76,12 @@ async def _stored_secrets(url: str) -> list[str]:
         ]
         rotated = await api.client.post(f"/api/v1/webhooks/{hooks[0]['id']}/rotate-secret", headers=headers)
         default = await api.client.get("/api/v1/webhooks/default-secret", headers=headers)
-    return [hook["secret"] for hook in hooks] + [rotated.json()["secret"], default.json()["secret"]]
+        credentials = {"secret": "job-secret-0123", "headers": {"Authorization": "Bearer job-token-4567"}}
+        payload = {"url": "http://127.0.0.1:9/n", **credentials}
+        job = {"job_type": "notification", "payload": payload, "delay_seconds": 3600}
+        assert (await api.client.post("/api/v1/jobs", json=job, headers=headers)).status_code == 201
+    shown = [hook["secret"] for hook in hooks] + [rotated.json()["secret"], default.json()["secret"]]
+    return [*shown, dumps(credentials).decode()]
 
 
 def _rotate(url: str, keys: str) -> subprocess.CompletedProcess[str]:
@@ -88,6 +96,7 @@ async def _sealed(url: str) -> list[str]:
         async with engine.connect() as conn:
             endpoints = (await conn.execute(select(ENDPOINTS.c.secret, ENDPOINTS.c.previous_secret))).all()
             defaults = (await conn.execute(select(CLIENT_SECRETS.c.secret))).scalars().all()
+            jobs = (await conn.execute(select(JOBS.c.sealed).where(JOBS.c.sealed.is_not(None)))).scalars().all()
     finally:
         await engine.dispose()
-    return [value for row in endpoints for value in row if value] + list(defaults)
+    return [value for row in endpoints for value in row if value] + list(defaults) + list(jobs)

@@ -1,6 +1,6 @@
-"""Secrets stay secret across a whole run in separate processes: API keys, webhook secrets, `Authorization` values
-and SECRET_ENCRYPTION_KEY appear in no log line of any process, in no answer after the one that created them, in
-no /metrics, and nowhere in the database in clear."""
+"""Secrets stay secret across a whole run in separate processes: API keys, webhook secrets, `Authorization` values,
+a notification job's credentials, a URL's access token and SECRET_ENCRYPTION_KEY appear in no log line of any
+process, in no answer after the one that created them, in no /metrics, and nowhere in the database in clear."""
 
 import asyncio
 import uuid
@@ -12,6 +12,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.responses import Response
 
 from app.core.secret_box import SecretBox
 from app.models.base import Base
@@ -36,12 +37,14 @@ class Run:
     key_id: str
     webhook_id: str
     job_id: str
+    in_payload: tuple[str, ...] = ()  # a notification's secret and credential header, its URL's access token
 
     @property
     def secrets(self) -> list[str]:
         shown = [self.first_secret, self.rotated_secret, self.default_secret]
         configured = [ADMIN_KEY, KEYS_SETTING, *KEYS_SETTING.split(",")]
-        return [self.key, self.wrong_key, *configured, *shown, *(secret.removeprefix("whsec_") for secret in shown)]
+        stripped = (secret.removeprefix("whsec_") for secret in shown)
+        return [self.key, self.wrong_key, *configured, *shown, *stripped, *self.in_payload]
 
 
 class Recorder:
@@ -112,6 +115,7 @@ async def _a_run(call: Recorder, receiver: Receiver) -> Run:
         return len(logs) == 2 and all(d["status"] == "succeeded" for d in logs)
 
     await wait_for(delivered, within=30)
+    in_payload = await _a_notification_that_dies(call, key, receiver)
     hook_id = hook.json()["id"]
     for path in (f"/api/v1/jobs/{job['id']}", "/api/v1/jobs", "/api/v1/webhooks", f"/api/v1/webhooks/{hook_id}"):
         assert (await call("GET", path, key)).status_code == 200
@@ -119,8 +123,26 @@ async def _a_run(call: Recorder, receiver: Receiver) -> Run:
     assert (await call("GET", "/api/v1/api-keys", ADMIN_KEY)).status_code == 200
     recent = await call("GET", "/api/v1/logs?level=DEBUG&limit=1000", ADMIN_KEY)
     assert f"job {job['id']} dead-lettered" in recent.text
-    assert len(receiver.on("/scan")) == 1 and len(receiver.on("/cb")) == 1
-    return Run(key, wrong_key, *shown, key_id=created_key.json()["id"], webhook_id=hook_id, job_id=job["id"])
+    assert len(receiver.on("/scan")) == 2 and len(receiver.on("/cb")) == 1
+    ids = {"key_id": created_key.json()["id"], "webhook_id": hook_id, "job_id": job["id"]}
+    return Run(key, wrong_key, *shown, **ids, in_payload=in_payload)
+
+
+async def _a_notification_that_dies(call: Recorder, key: str, receiver: Receiver) -> tuple[str, ...]:
+    """A notification with credentials in its payload and its URL, refused by its receiver: dead-lettered, logged
+    and delivered to the webhook; the credentials it carried."""
+    secret, token, url_token = "notify-secret-" + uuid.uuid4().hex, "bearer-" + uuid.uuid4().hex, uuid.uuid4().hex
+    receiver.answer = lambda request: Response(status_code=403 if request.path == "/notify" else 200)
+    url = receiver.url("/notify") + f"?access_token={url_token}"
+    payload = {"url": url, "secret": secret, "headers": {"Authorization": f"Bearer {token}"}}
+    job = (await call("POST", "/api/v1/jobs", key, json={"job_type": "notification", "payload": payload})).json()
+
+    async def delivered_dead() -> bool:  # its job.dead_lettered event reached the webhook
+        return any(job["id"] in request.body.decode() for request in receiver.on("/scan"))
+
+    await wait_for(delivered_dead, within=30)
+    assert len(receiver.on("/notify")) == 1
+    return secret, token, url_token
 
 
 async def _stored_only_sealed_or_hashed(db: AsyncEngine, run: Run) -> None:

@@ -101,6 +101,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         ("http://169.254.169.254", "link-local"),
         ("http://[::1]", "loopback"),
         ("http://[::ffff:127.0.0.1]", "IPv4-mapped form of 127.0.0.1, a loopback address"),
+        ("http://[::ffff:0:127.0.0.1]", "::ffff:0:7f00:1, an IPv4-translated form of 127.0.0.1, a loopback address"),
+        ("http://[::ffff:0:a9fe:a9fe]", "IPv4-translated form of 169.254.169.254, a link-local address"),
         ("http://2130706433", "127.0.0.1, a loopback address"),
         ("http://0x7f.1", "127.0.0.1, a loopback address"),
         ("http://localhost", "loopback"),
@@ -121,7 +123,8 @@ async def test_non_public_addresses_are_refused(url: str, why: str) -> None:
     ("url", "why"),
     [
         ("ftp://example.com", "not an http or https URL"),
-        ("http://user:pw@example.com", "credentials"),
+        ("http://user:pw@example.com", "http://***@example.com carries credentials"),
+        ("ftp://user:pw@example.com", "ftp://***@example.com is not an http or https URL"),
         ("http://", "no host"),
         ("http://[::1", "not a valid URL"),
         ("http://example.com:99999/", "not a valid URL"),
@@ -168,7 +171,8 @@ async def test_one_refused_address_among_good_ones_refuses_the_url() -> None:
 
 
 @pytest.mark.parametrize(
-    "address", ["8.8.8.8", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]
+    "address",
+    ["8.8.8.8", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "::ffff:0:808:808"],
 )
 def test_public_addresses_pass(address: str) -> None:
     assert refusal(ipaddress.ip_address(address)) is None
@@ -191,6 +195,16 @@ def test_public_addresses_pass(address: str) -> None:
         ("::ffff:10.0.0.1", "an IPv4-mapped form of 10.0.0.1, a private address"),
         ("::127.0.0.1", "an IPv4-compatible form of 127.0.0.1, a loopback address"),
         ("64:ff9b::a9fe:a9fe", "a NAT64 form of 169.254.169.254, a link-local address"),
+        ("::ffff:0:127.0.0.1", "an IPv4-translated form of 127.0.0.1, a loopback address"),
+        ("::ffff:0:10.0.0.1", "an IPv4-translated form of 10.0.0.1, a private address"),
+        ("::ffff:0:0:0", "an IPv4-translated form of 0.0.0.0, an unspecified ('this network') address"),
+        ("2002:808:808::1", "a 6to4 address"),  # refused whatever it carries, as Teredo is
+        ("64:ff9b:1::808:808", "a local-use NAT64 address"),
+        ("3fff::1", "a documentation address"),
+        ("5f00::1", "a reserved (unallocated) IPv6 address"),
+        ("4000::1", "a reserved (unallocated) IPv6 address"),
+        ("::ffff:1:0:0:1", "a reserved (unallocated) IPv6 address"),
+        ("0:0:0:0:1::1", "a reserved (unallocated) IPv6 address"),
     ],
 )
 def test_refused_addresses_name_the_reason(address: str, why: str) -> None:

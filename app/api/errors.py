@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.database import is_unreachable
+from app.core.masking import mask_urls
 from app.core.secret_box import SecretsUnavailable
 from app.core.ssrf import UnsafeURL
 from app.handlers.registry import JOB_TYPES
@@ -63,9 +64,15 @@ def _clean(error: Any, prefix: Loc) -> dict[str, Any]:
         # the client's path has neither.
         tags = JOB_TYPES[loc[0]].union_tags
         loc = loc[1:2] + loc[3:] if loc[1:2] == ["payload"] and len(loc) > 2 and loc[2] in tags else loc[1:]
-    cleaned = {"type": error.get("type"), "loc": [*prefix, *loc], "msg": error.get("msg")}
+    # No `input`: a 422 never echoes what was sent; and a URL a message quotes shows no credentials.
+    msg = error.get("msg")
+    cleaned = {
+        "type": error.get("type"),
+        "loc": [*prefix, *loc],
+        "msg": mask_urls(msg) if isinstance(msg, str) else msg,
+    }
     if error.get("ctx"):
-        cleaned["ctx"] = {key: str(value) for key, value in error["ctx"].items()}
+        cleaned["ctx"] = {key: mask_urls(str(value)) for key, value in error["ctx"].items()}
     return cleaned
 
 
@@ -130,7 +137,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unsafe_url(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(_body("unsafe_url", str(exc)), 422)
+    return JSONResponse(_body("unsafe_url", mask_urls(str(exc))), 422)
 
 
 async def _secrets_unavailable(_: Request, exc: Exception) -> JSONResponse:

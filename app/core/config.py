@@ -34,11 +34,11 @@ class Settings(BaseSettings):
     """A bearer key with admin rights. Leave it unset: `make run` creates one, saves it in `.env` and prints it
     once."""
     secret_encryption_key: str | None = None
-    """Fernet key that encrypts webhook secrets at rest. Leave it unset: `make run` creates one and saves it in
-    `.env`. Never lose it once secrets are stored: they could not be read any more. To rotate it, list the new key
-    first, comma-separated (`new,old`: the first encrypts, every one decrypts); `python -m app rotate-secrets`
-    then re-encrypts every stored secret with the first key (in batches, and says how many), and the old key
-    can go."""
+    """Fernet key that encrypts webhook secrets and notification jobs' credentials at rest. Leave it unset: `make
+    run` creates one and saves it in `.env`. Never lose it once secrets are stored: they could not be read any more.
+    To rotate it, list the new key first, comma-separated (`new,old`: the first encrypts, every one decrypts);
+    `python -m app rotate-secrets` then re-encrypts every stored secret with the first key (in batches, and says how
+    many), and the old key can go."""
     namespace: str = Field(default="taskq", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     """Prefix of every exchange, queue and Redis key, so deployments (or test runs) can share a broker and a
     Redis."""

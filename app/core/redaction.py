@@ -1,10 +1,12 @@
-"""Secrets out of log text: API keys, webhook secrets, bearer credentials and the configured secret values."""
+"""Secrets out of log text: API keys, webhook secrets, bearer credentials, URL credentials and the configured
+secret values."""
 
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.core.config import Settings
+from app.core.masking import mask_urls
 from app.core.secret_box import keys_of
 
 REDACTED = "[redacted]"
@@ -22,7 +24,7 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 @dataclass(frozen=True)
 class Redactor:
-    """Replaces every secret it knows of in a text with `[redacted]`."""
+    """Replaces every secret it knows of in a text with `[redacted]`, and URL credentials with `***`."""
 
     literals: tuple[str, ...] = ()
 
@@ -38,6 +40,7 @@ class Redactor:
         return cls.of((key, *keys_of(key), settings.admin_api_key))
 
     def __call__(self, text: str) -> str:
+        text = mask_urls(text)
         for literal in self.literals:
             text = text.replace(literal, REDACTED)
         for pattern, kept in PATTERNS:

@@ -26,6 +26,7 @@ import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from app.core import ssrf
+from app.core.masking import mask_urls
 from app.core.ssrf import Address, Resolver, TtlResolver
 
 Policy = Callable[[Address], str | None]  # why an address is refused, or None
@@ -262,9 +263,9 @@ async def download(
     if not 200 <= status < 300:
         request = httpx.Request("GET", url)
         response = httpx.Response(status, headers=list(answer.items()), request=request)
-        raise httpx.HTTPStatusError(f"{url} answered {status}", request=request, response=response)
+        raise httpx.HTTPStatusError(f"{mask_urls(url)} answered {status}", request=request, response=response)
     if len(data) > max_bytes:
-        raise ssrf.TooLarge(f"{url} answered more than {max_bytes} bytes")
+        raise ssrf.TooLarge(f"{mask_urls(url)} answered more than {max_bytes} bytes")
     return data, answer.get("content-type", "")
 
 
@@ -295,12 +296,12 @@ async def _exchange(
                 data += chunk
             return response.status, response.headers, bytes(data)
     except aiohttp.ConnectionTimeoutError as exc:
-        raise httpx.ConnectTimeout(f"{url} took no connection within {CONNECT_TIMEOUT_SECONDS} s") from exc
+        raise httpx.ConnectTimeout(f"{mask_urls(url)} took no connection within {CONNECT_TIMEOUT_SECONDS} s") from exc
     except TimeoutError as exc:
-        raise httpx.ReadTimeout(f"{url} did not answer in full within {timeout_seconds} s") from exc
+        raise httpx.ReadTimeout(f"{mask_urls(url)} did not answer in full within {timeout_seconds} s") from exc
     except aiohttp.ClientConnectorError as exc:
         raise httpx.ConnectError(str(exc)) from exc
     except aiohttp.ClientResponseError as exc:
-        raise httpx.RemoteProtocolError(f"{url} answered something that is not HTTP: {exc.message}") from exc
+        raise httpx.RemoteProtocolError(f"{mask_urls(url)} answered something that is not HTTP: {exc.message}") from exc
     except aiohttp.ClientError as exc:
         raise httpx.ReadError(str(exc) or type(exc).__name__) from exc

@@ -1,4 +1,5 @@
-"""Webhook secrets at rest: encrypted with SECRET_ENCRYPTION_KEY (Fernet), readable again only to sign.
+"""Secrets at rest (webhook secrets, a notification's credentials): encrypted with SECRET_ENCRYPTION_KEY (Fernet),
+readable again only to use them.
 
 The setting may list several keys, comma-separated: the first seals, every one opens (MultiFernet), so a key is
 rotated by putting the new one first, running `python -m app rotate-secrets`, then dropping the old one."""
@@ -35,7 +36,7 @@ class SecretBox:
     def _require(self) -> MultiFernet:
         if self._fernet is None:
             raise SecretsUnavailable(
-                "SECRET_ENCRYPTION_KEY is not set, so webhook secrets cannot be stored or read; "
+                "SECRET_ENCRYPTION_KEY is not set, so webhook and notification secrets cannot be stored or read; "
                 "set it (make run creates one in .env) and restart"
             )
         return self._fernet
@@ -68,6 +69,10 @@ class SecretBox:
             self._opened.popitem(last=False)
         return plain
 
+    def unseal(self, sealed: str) -> str:
+        """`sealed` opened, and not kept: for a secret used once or twice (a job's), not one signing every attempt."""
+        return self._decrypt(sealed)
+
     def _decrypt(self, sealed: str) -> str:
         self.decryptions += 1
         try:
@@ -78,7 +83,7 @@ class SecretBox:
 
 def _unopenable() -> SecretsUnavailable:
     return SecretsUnavailable(
-        "a stored webhook secret does not open with any key of SECRET_ENCRYPTION_KEY; was a key changed or dropped "
+        "a stored secret does not open with any key of SECRET_ENCRYPTION_KEY; was a key changed or dropped "
         "before `python -m app rotate-secrets` re-encrypted the secrets with the first one?"
     )
 

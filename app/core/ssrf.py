@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 import aiodns
 import pycares
 
+from app.core.masking import mask_urls
+
 MAX_URL_LENGTH = 2048
 DEFAULT_PORTS = {"http": 80, "https": 443}
 DNS_TIMEOUT_SECONDS = 5.0  # one lookup, c-ares and the operating system's resolver after it together
@@ -37,10 +39,13 @@ _REFUSED = {
     "2002::/16": "a 6to4 address",
     "2001::/32": "a Teredo address",
     "64:ff9b:1::/48": "a local-use NAT64 address",
+    "3fff::/20": "a documentation address",
 }
-# IPv6 forms that carry an IPv4 address in their last 32 bits: judged by that address.
+# IPv6 forms that carry an IPv4 address in their last 32 bits: judged by that address. (6to4 and Teredo carry one
+# elsewhere, and are refused whatever it is, above.)
 _V4_CARRIERS = {
     "::ffff:0:0/96": "an IPv4-mapped",
+    "::ffff:0:0:0/96": "an IPv4-translated",
     "::/96": "an IPv4-compatible",
     "64:ff9b::/96": "a NAT64",
 }
@@ -202,6 +207,7 @@ def _networks(table: dict[str, str]) -> list[tuple[ipaddress.IPv4Network | ipadd
 
 _REFUSED_NETWORKS = _networks(_REFUSED)
 _V4_CARRIER_NETWORKS = _networks(_V4_CARRIERS)
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")  # the only IPv6 space IANA hands out for public addresses
 
 
 def refusal(ip: Address) -> str | None:
@@ -214,6 +220,8 @@ def refusal(ip: Address) -> str | None:
             inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
             why = refusal(inner)
             return f"{form} form of {inner}, {why}" if why else None
+    if ip.version == 6 and ip not in _GLOBAL_UNICAST:
+        return "a reserved (unallocated) IPv6 address"  # outside 2000::/3, nothing is public
     return None if ip.is_global else "a special-purpose (non-public) address"  # documentation, benchmarking, etc.
 
 
@@ -241,25 +249,28 @@ async def _lookup(url: str, host: str, port: int, resolver: Resolver) -> list[Ad
             raise OSError(f"no address was found for {host}")
         return [ipaddress.ip_address(address) for address in answer]
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UnsafeURL(f"{url} could not be resolved: no address was found for {host}") from exc
+        raise UnsafeURL(f"{mask_urls(url)} could not be resolved: no address was found for {host}") from exc
 
 
 def _parse(url: str) -> tuple[str, str, int]:
+    """The URL's scheme, host and port; UnsafeURL when it is not one to call (the sentence shows the URL without
+    its credentials)."""
     if len(url) > MAX_URL_LENGTH:
         raise UnsafeURL(f"the URL is {len(url)} characters long; at most {MAX_URL_LENGTH} are allowed")
+    shown = mask_urls(url)
     if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
-        raise UnsafeURL(f"{url!r} contains spaces or control characters")
+        raise UnsafeURL(f"{shown!r} contains spaces or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
         # DNS, the Host header and SNI all want the ASCII (IDNA) form of an international name.
         host = (parts.hostname or "").encode("idna").decode("ascii")
     except (ValueError, UnicodeError) as exc:
-        raise UnsafeURL(f"{url} is not a valid URL ({exc})") from exc
+        raise UnsafeURL(f"{shown} is not a valid URL ({mask_urls(str(exc))})") from exc
     if parts.scheme not in DEFAULT_PORTS:
-        raise UnsafeURL(f"{url} is not an http or https URL")
+        raise UnsafeURL(f"{shown} is not an http or https URL")
     if not host:
-        raise UnsafeURL(f"{url} has no host")
+        raise UnsafeURL(f"{shown} has no host")
     if "@" in parts.netloc:
-        raise UnsafeURL(f"{url} carries credentials (user:password@); put them in headers instead")
+        raise UnsafeURL(f"{shown} carries credentials (user:password@); put them in headers instead")
     return parts.scheme, host, DEFAULT_PORTS[parts.scheme] if port is None else port

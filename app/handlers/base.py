@@ -57,6 +57,9 @@ class JobContext:
 
 Handler = Callable[[JobContext, Any], Awaitable[Any]]
 Urls = Callable[[Any], dict[str, str]]
+# A submitted payload (as JSON) -> (the payload as it may be stored and shown, with `***` for each credential;
+# the credentials, in the payload's shape, or {} when there are none).
+Credentials = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def no_urls(_: Any) -> dict[str, str]:
@@ -76,3 +79,6 @@ class JobType:
     union_tags: frozenset[str] = frozenset()
     # The URLs the handler will call, by payload field: checked by the SSRF guard at submit time as well.
     urls: Urls = no_urls
+    # Where the payload holds credentials: sealed at rest, shown as `***`, handed back to the handler alone
+    # (services/payload_secrets.py).
+    credentials: Credentials | None = None

@@ -3,11 +3,12 @@
 import json
 import re
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
+from app.core.masking import MASK, mask_urls
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL, check_syntax
 from app.handlers.base import HttpAnswer, JobContext, JobType
@@ -19,17 +20,31 @@ MAX_HEADERS = 50
 REFUSED_HEADERS = {"host", "content-length", "transfer-encoding"}
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}")  # an RFC 9110 token
 HEADER_VALUE = re.compile(r"[\t\x20-\x7e]{0,8192}")  # printable ASCII: no line breaks, nothing httpx cannot encode
+# Headers whose values authenticate (any case): sealed at rest with the `secret`, shown as `***`.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 
 
 class NotificationPayload(BaseModel):
     model_config = REQUEST_CONFIG
 
-    url: str = Field(max_length=2048, pattern=r"^https?://", description="An http(s) URL to call.")
+    url: str = Field(
+        max_length=2048,
+        pattern=r"^https?://",
+        description="An http(s) URL to call; the values of its credential-like query parameters (`access_token`, "
+        "`key`, `signature`...) are sealed at rest and shown as `***`.",
+    )
     method: Literal["POST", "PUT", "PATCH", "GET", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=MAX_HEADERS)
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_HEADERS,
+        description="Sent with the call; the values of `Authorization`, `Proxy-Authorization`, `Cookie` and "
+        "`X-Api-Key` are sealed at rest and shown as `***`.",
+    )
     body: JsonValue = Field(default=None, description="Sent as compact JSON; nothing is sent when null.")
     secret: str | None = Field(
-        default=None, max_length=200, description="Signs the call like a webhook delivery (`whsec_…` or any string)."
+        default=None,
+        max_length=200,
+        description="Signs the call like a webhook delivery (`whsec_…` or any string); sealed at rest, shown as `***`.",
     )
     timeout: float = Field(default=10, gt=0, le=60, description="Seconds to wait for the answer.")
 
@@ -61,7 +76,8 @@ async def handle(ctx: JobContext, payload: NotificationPayload) -> dict[str, int
     except UnsafeURL as exc:
         raise PermanentError(str(exc)) from exc
     except (httpx.HTTPError, OSError) as exc:  # timeouts included: httpx.TimeoutException, TimeoutError
-        raise TransientError(f"{payload.method} {payload.url} failed ({str(exc) or type(exc).__name__})") from exc
+        why = mask_urls(str(exc)) or type(exc).__name__
+        raise TransientError(f"{payload.method} {mask_urls(payload.url)} failed ({why})") from exc
     _check(payload, answer)
     return {"status_code": answer.status_code, "duration_ms": round(answer.duration_ms, 1)}
 
@@ -88,7 +104,28 @@ def _check(payload: NotificationPayload, answer: HttpAnswer) -> None:
     error = TransientError if retry_later else PermanentError
     excerpt = answer.body[:200].strip()
     detail = f": {excerpt}" if excerpt else ""
-    raise error(f"{payload.method} {payload.url} answered {answer.status_code}{detail}")
+    raise error(f"{payload.method} {mask_urls(payload.url)} answered {answer.status_code}{detail}")
+
+
+def credentials(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The payload with `***` for its `secret`, its credential headers' values and its URL's credential-like query
+    values, and what they were."""
+    headers: dict[str, Any] = payload.get("headers") or {}
+    url, hidden = payload.get("url"), {}
+    if payload.get("secret") is not None:
+        hidden["secret"] = payload["secret"]
+    if isinstance(url, str) and (shown_url := mask_urls(url)) != url:
+        hidden["url"] = url
+    if taken := {name: value for name, value in headers.items() if name.lower() in CREDENTIAL_HEADERS}:
+        hidden["headers"] = taken
+    if not hidden:
+        return payload, {}
+    shown = {**payload, **dict.fromkeys(hidden.keys() & {"secret"}, MASK)}
+    if "url" in hidden:
+        shown["url"] = shown_url
+    if taken:
+        shown["headers"] = {**headers, **dict.fromkeys(taken, MASK)}
+    return shown, hidden
 
 
 JOB_TYPE = JobType(
@@ -97,4 +134,5 @@ JOB_TYPE = JobType(
     handle,
     "Makes one HTTP call, signed like a webhook delivery with a `secret`; 5xx and timeouts are retried.",
     urls=lambda payload: {"url": payload.url},
+    credentials=credentials,
 )

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, text
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
@@ -25,6 +25,8 @@ class Job(Base):
     runs: Mapped[int] = mapped_column(Integer, default=0)
     seq: Mapped[int] = mapped_column(Integer, default=0)
     payload: Mapped[Any] = mapped_column(JSON)
+    # A notification's credentials, sealed with SECRET_ENCRYPTION_KEY; the payload shows `***` where they stood.
+    sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
     result: Mapped[Any | None] = mapped_column(JSON, nullable=True)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     dead_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)

@@ -299,6 +299,7 @@ JOB_COLUMNS = (
     ("runs", "int"),
     ("seq", "int"),
     ("payload", "json"),
+    ("sealed", "text"),
     ("result", "json"),
     ("error", "json"),
     ("dead_reason", "varchar"),

@@ -17,7 +17,8 @@ class JobRow(TypedDict):
     attempts: int  # runs in the current retry budget
     runs: int  # every run ever: the fencing token
     seq: int  # status changes so far: the compare-and-set guard and the event's ordering
-    payload: Any
+    payload: Any  # as clients see it: a credential written `***`
+    sealed: str | None  # the payload's credentials, sealed (services/payload_secrets.py)
     result: Any
     error: dict[str, Any] | None
     dead_reason: str | None

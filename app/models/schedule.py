@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Index, Integer, String
+from sqlalchemy import JSON, Boolean, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
@@ -19,6 +19,8 @@ class Schedule(Base):
     cron: Mapped[str] = mapped_column(String(255))
     timezone: Mapped[str] = mapped_column(String(64))
     job: Mapped[dict[str, Any]] = mapped_column(JSON)  # the job request each firing submits
+    # The credentials of that job's payload, sealed; `job` shows `***` where they stood (services/payload_secrets).
+    sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
     active: Mapped[bool] = mapped_column(Boolean)
     # The next firing (UTC); kept while paused, recomputed from now when the schedule is made active again.
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core import metrics
 from app.core.cron import BadCron, BadTimezone, next_fire
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.models.claims import skip_locked
 from app.models.setwise import per_row
 from app.models.tables import JOBS, SCHEDULES
@@ -22,6 +23,7 @@ from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
 from app.services.firing_limits import FiringLimits
 from app.services.outbox import Outbox
+from app.services.payload_secrets import NO_KEY, opened_job
 from app.services.submit import Draft, insert_drafts, new_drafts
 
 Row = dict[str, Any]
@@ -32,9 +34,10 @@ def firing_key(schedule_id: str, fire_at: datetime) -> str:
     return f"schedule:{schedule_id}:{fire_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
 
-def firing_request(schedule: Row, fire_at: datetime) -> JobOptions:
-    """The job request one firing submits: the schedule's own, under the firing's key."""
-    return JOB_REQUEST.validate_python({**schedule["job"], "idempotency_key": firing_key(schedule["id"], fire_at)})
+def firing_request(schedule: Row, fire_at: datetime, box: SecretBox = NO_KEY) -> JobOptions:
+    """The job request one firing submits: the schedule's own, its credentials opened, under the firing's key."""
+    job = opened_job(schedule, box)
+    return JOB_REQUEST.validate_python({**job, "idempotency_key": firing_key(schedule["id"], fire_at)})
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,9 @@ def advance(firings: list[Firing], now: datetime) -> Update:
     )
 
 
-async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int, limits: FiringLimits) -> int:
+async def fire_due(
+    engine: AsyncEngine, names: Names, outbox: Outbox, limit: int, limits: FiringLimits, box: SecretBox = NO_KEY
+) -> int:
     """Fire up to `limit` due schedules, each once, as their clients' rate limits allow; publish their jobs after
     the commit. Returns how many schedules it took (fired, or found fired already)."""
     now, held = utcnow(), limits.held_clients()
@@ -98,7 +103,7 @@ async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int
             return 0
     async with engine.begin() as conn:
         firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit, held))]
-        drafts = await _new_jobs(conn, names, firings) if firings else []
+        drafts = await _new_jobs(conn, names, firings, box) if firings else []
         allowed = await limits.allowed(drafts)
         waiting = {d.key for d in drafts if d.key not in allowed}
         firings = [f for f in firings if firing_key(f.schedule["id"], f.fire_at) not in waiting]
@@ -114,16 +119,16 @@ async def fire_due(engine: AsyncEngine, names: Names, outbox: Outbox, limit: int
     return len(mine)
 
 
-async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing]) -> list[Draft]:
+async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing], box: SecretBox) -> list[Draft]:
     """A draft per firing that has no job yet (a trigger or an earlier run may have made it)."""
     drafts = []
     for firing in firings:
         try:
-            request = firing_request(firing.schedule, firing.fire_at)
+            request = firing_request(firing.schedule, firing.fire_at, box)
         except ValidationError as exc:  # checked when saved; a job type since removed, say
             logger.error("schedule {} holds a job request no longer valid: {}", firing.schedule["id"], exc)
             continue
-        drafts += new_drafts(names, firing.schedule["client_id"], [request], None)
+        drafts += new_drafts(names, firing.schedule["client_id"], [request], None, box)
     keys = [d.key for d in drafts]
     made = select(JOBS.c.client_id, JOBS.c.idempotency_key).where(JOBS.c.idempotency_key.in_(keys))
     existing = {(client, key) for client, key in await conn.execute(made)}

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.failpoints import Failpoints
 from app.core.messages import expecting_reply
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
@@ -17,6 +18,7 @@ from app.schemas.job import JobOptions, Submitted
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox
 from app.services.pagination import newest_first
+from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
 from app.services.transitions import Row
@@ -36,6 +38,7 @@ class JobService:
     names: Names
     idempotency: IdempotencyCache | None = None
     failpoints: Failpoints = field(default_factory=Failpoints)
+    box: SecretBox = NO_KEY  # seals the credentials a payload holds
 
     def __post_init__(self) -> None:
         self.submitter = Submitter(self.engine, self.outbox, self.failpoints)
@@ -57,7 +60,7 @@ class JobService:
         """Save every job of one request or none, then publish them with their confirms awaited together; return
         each job and how far it got, in request order. An idempotency key used for another request raises."""
         client = principal.client_id
-        drafts = new_drafts(self.names, client, requests, request_id)
+        drafts = new_drafts(self.names, client, requests, request_id, self.box)
         if reply_id is not None:
             drafts = [d if d.scheduled else replace(d, message=expecting_reply(d.message, reply_id)) for d in drafts]
         repeats = repeated_keys(drafts)

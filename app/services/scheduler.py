@@ -2,8 +2,10 @@
 due, then fire the recurring schedules that are due. Any number of processes may run it at once."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from app.core.resources import Resources
+from app.core.secret_box import SecretBox
 from app.services.due_jobs import queue_due
 from app.services.firing_limits import FiringLimits
 from app.services.firings import fire_due
@@ -25,6 +27,11 @@ class Scheduler:
         limiter = RateLimiter(self.resources.redis_batch, names, settings.rate_limit_per_minute)
         self.limits = FiringLimits(limiter)
 
+    @cached_property
+    def box(self) -> SecretBox:
+        """Seals the credentials in the payloads of the jobs schedules make."""
+        return SecretBox(self.resources.settings.secret_encryption_key)
+
     async def cycle(self) -> None:
         """One pass over what is due now."""
         engine, names = self.resources.engine, self.resources.names
@@ -33,5 +40,5 @@ class Scheduler:
             if len(await queue_due(engine, names, self.outbox, size)) < size:
                 break
         for _ in range(MAX_BATCHES_PER_CYCLE):
-            if await fire_due(engine, names, self.outbox, size, self.limits) < size:
+            if await fire_due(engine, names, self.outbox, size, self.limits, self.box) < size:
                 break

@@ -16,6 +16,7 @@ from app.schemas.job import Submitted
 from app.services.firings import firing_request
 from app.services.jobs import JobService
 from app.services.pagination import newest_first
+from app.services.payload_secrets import sealed_job
 from app.services.tenancy import Principal, visible_to
 
 Row = dict[str, Any]
@@ -36,11 +37,18 @@ class ScheduleService:
     async def create(self, principal: Principal, fields: Row) -> Row:
         """Save a schedule; its first firing is the first time its cron names after now."""
         now = utcnow()
-        row = {**fields, "id": str(uuid.uuid4()), "client_id": principal.client_id, "version": 0}
+        row = {**self._sealed(fields), "id": str(uuid.uuid4()), "client_id": principal.client_id, "version": 0}
         row.update(last_run_at=None, created_at=now, updated_at=now, next_run_at=next_run(row, now))
         async with self.engine.begin() as conn:
             await conn.execute(insert(SCHEDULES), row)
         return row
+
+    def _sealed(self, fields: Row) -> Row:
+        """Fields with the job's credentials sealed apart (`sealed`), `***` in the job (a schedule answer shows)."""
+        if "job" not in fields:
+            return fields
+        job, sealed = sealed_job(fields["job"], self.jobs.box)
+        return {**fields, "job": job, "sealed": sealed}
 
     async def get(self, principal: Principal, schedule_id: str) -> Row | None:
         """The schedule, if it exists and the caller may see it."""
@@ -64,7 +72,7 @@ class ScheduleService:
             if found is None:
                 return None
             row, now = dict(found._mapping), utcnow()
-            values = {**changes, "updated_at": now, "version": row["version"] + 1}
+            values = {**self._sealed(changes), "updated_at": now, "version": row["version"] + 1}
             if TIMING & changes.keys():
                 values["next_run_at"] = next_run({**row, **changes}, now)
             await conn.execute(update(SCHEDULES).where(SCHEDULES.c.id == schedule_id).values(**values))
@@ -81,6 +89,6 @@ class ScheduleService:
         schedule = await self.get(principal, schedule_id)
         if schedule is None:
             return None
-        request = firing_request(schedule, utcnow().replace(microsecond=0))
+        request = firing_request(schedule, utcnow().replace(microsecond=0), self.jobs.box)
         owner = Principal(principal.key_id, schedule["client_id"], principal.admin)
         return await self.jobs.submit(owner, request, None)

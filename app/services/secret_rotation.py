@@ -1,11 +1,12 @@
-"""Re-sealing every stored webhook secret with the first key of SECRET_ENCRYPTION_KEY, a batch at a time, so an
-older key can then be dropped. Idempotent: a secret already sealed with the first key is left as it is."""
+"""Re-sealing every stored secret (webhook secrets, the credentials of notification jobs and of schedules' jobs)
+with the first key of SECRET_ENCRYPTION_KEY, a batch at a time, so an older key can then be dropped. Idempotent: a
+secret already sealed with the first key is left as it is."""
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import Table, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.secret_box import SecretBox
-from app.models.tables import CLIENT_SECRETS, ENDPOINTS
+from app.models.tables import CLIENT_SECRETS, ENDPOINTS, JOBS, SCHEDULES
 
 BATCH_ROWS = 500
 # Each table that holds sealed secrets: its key column and its sealed columns. Deleted endpoints too: no row
@@ -13,6 +14,8 @@ BATCH_ROWS = 500
 SEALED: tuple[tuple[Table, str, tuple[str, ...]], ...] = (
     (ENDPOINTS, "id", ("secret", "previous_secret")),
     (CLIENT_SECRETS, "client_id", ("secret",)),
+    (JOBS, "id", ("sealed",)),
+    (SCHEDULES, "id", ("sealed",)),
 )
 
 
@@ -29,7 +32,12 @@ async def _rotate_table(
 ) -> int:
     count, after = 0, None
     while True:
-        query = select(table.c[key], *(table.c[name] for name in columns)).order_by(table.c[key]).limit(batch_rows)
+        query = (
+            select(table.c[key], *(table.c[name] for name in columns))
+            .where(or_(*(table.c[name].is_not(None) for name in columns)))  # most jobs have nothing sealed
+            .order_by(table.c[key])
+            .limit(batch_rows)
+        )
         if after is not None:
             query = query.where(table.c[key] > after)
         async with engine.begin() as conn:

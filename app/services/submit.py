@@ -25,6 +25,7 @@ from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage, job_event, job_outgoing
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.core.statuses import JobStatus, TrailEvent
 from app.models import pg_batch
 from app.models.rows import JobRow, job_with
@@ -33,6 +34,7 @@ from app.models.types import utcnow
 from app.schemas.job import JobOptions
 from app.services import outbox as outbox_rows
 from app.services.outbox import Outbox, Pending
+from app.services.payload_secrets import NO_KEY, sealed
 from app.services.transitions import audit_many
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
@@ -77,13 +79,16 @@ class Draft:
         return self.job["status"] == JobStatus.SCHEDULED
 
 
-def new_drafts(names: Names, client_id: str, requests: Sequence[JobOptions], request_id: str | None) -> list[Draft]:
-    """The rows and messages of one request's jobs; a microsecond apart, so newest-first lists keep their order."""
+def new_drafts(
+    names: Names, client_id: str, requests: Sequence[JobOptions], request_id: str | None, box: SecretBox = NO_KEY
+) -> list[Draft]:
+    """The rows and messages of one request's jobs; a microsecond apart, so newest-first lists keep their order.
+    `box` seals the credentials a payload holds."""
     start = utcnow()
     drafts = []
     for index, request in enumerate(requests):
         at = start + timedelta(microseconds=index)
-        job = new_job_row(client_id, request, request_id, at)
+        job = new_job_row(client_id, request, request_id, at, box)
         message = job_event(names, job, at) if job["status"] == JobStatus.SCHEDULED else None
         drafts.append(Draft(index, job, message or job_outgoing(names, JobMessage.from_row(job))))
     return drafts
@@ -98,10 +103,14 @@ def due_at(request: JobOptions, now: datetime) -> datetime | None:
     return None
 
 
-def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now: datetime) -> JobRow:
+def new_job_row(
+    client_id: str, request: JobOptions, request_id: str | None, now: datetime, box: SecretBox = NO_KEY
+) -> JobRow:
     """A new job's full row: `pending` until the broker confirms its message, or `scheduled` (pending ->
-    scheduled as it is saved) until its time."""
+    scheduled as it is saved) until its time. Its payload's credentials sealed, `***` in their place; the request's
+    hash is of the request as sent, so the same request sent again is the same job."""
     due = due_at(request, now)
+    payload, sealed_credentials = sealed(request.job_type, request.payload.model_dump(mode="json"), box)
     return {
         "id": str(uuid.uuid4()),
         "client_id": client_id,
@@ -113,7 +122,8 @@ def new_job_row(client_id: str, request: JobOptions, request_id: str | None, now
         "attempts": 0,
         "runs": 0,
         "seq": 0 if due is None else 1,
-        "payload": request.payload.model_dump(mode="json"),
+        "payload": payload,
+        "sealed": sealed_credentials,
         "result": None,
         "error": None,
         "dead_reason": None,

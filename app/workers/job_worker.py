@@ -18,6 +18,7 @@ from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
+from app.core.secret_box import SecretBox, SecretsUnavailable
 from app.core.statuses import JobStatus, WorkerKind, WorkerState
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
@@ -27,6 +28,7 @@ from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox, Pending
+from app.services.payload_secrets import opened
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.cpu_pool import CpuPool
@@ -75,6 +77,7 @@ class JobWorker:
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
         self.replies = JobReplies(self.publisher)
+        self.box = SecretBox(settings.secret_encryption_key)  # opens a payload's sealed credentials
         self.breakers = BatchedBreakers(job_type_breakers(self.resources))
         self.tools = SharedTools(
             CpuPool(settings.cpu_pool_size),
@@ -183,7 +186,9 @@ class JobWorker:
         timeout = job["timeout_seconds"] or settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
-        attempt = asyncio.create_task(run_attempt(ctx, job["payload"], timeout))
+        sealed = job.get("sealed")
+        run = run_attempt(ctx, job["payload"], timeout) if sealed is None else self._unsealed(ctx, job, sealed, timeout)
+        attempt = asyncio.create_task(run)
         self.leases.hold(Lease(job, lock, attempt))
         ran = metrics.duration(job["job_type"])
         started = time.perf_counter()
@@ -221,6 +226,14 @@ class JobWorker:
             job_log.finished(job, outcome.to, outcome.values["finished_at"])
         self.processed += 1
         await self._settle(message, staged, ack=True)
+
+    async def _unsealed(self, ctx: JobContext, job: JobRow, sealed: str, limit_seconds: float) -> Any:
+        """An attempt with the payload's credentials put back, for the handler alone."""
+        try:
+            payload = opened(job["payload"], sealed, self.box)
+        except SecretsUnavailable as exc:
+            raise PermanentError(f"the job's credentials cannot be opened: {exc}") from exc
+        return await run_attempt(ctx, payload, limit_seconds)
 
     async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
         """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
