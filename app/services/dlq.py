@@ -51,12 +51,12 @@ class DlqService:
 
     async def page(
         self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Row], Row | None]:
-        """Dead-lettered jobs, newest first."""
+    ) -> tuple[list[Row], str | None]:
+        """Dead-lettered jobs, newest first, and the cursor to the next page when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        return await newest_first(self.engine, JOBS, query, limit, cursor)
+        return await newest_first(self.engine, JOBS, query, limit, cursor, "dlq")
 
     async def stats(self, principal: Principal) -> dict[str, Any]:
         """Counts of the caller's dead-lettered jobs, by type and by reason."""
