@@ -1,9 +1,10 @@
 """Recurring schedules as clients see them."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from app.core.cron import check, zone
 from app.schemas.job import JobOptions, JobRequest
@@ -51,13 +52,15 @@ class ScheduleCreate(BaseModel):
 
 
 class ScheduleUpdate(BaseModel):
+    """The fields to change; a field left out keeps its value, and none may be null."""
+
     model_config = REQUEST_CONFIG
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    cron: str | None = Field(default=None, **CRON_RULES)
-    timezone: str | None = Field(default=None, **TIMEZONE_RULES)
-    job: JobRequest | None = None
-    active: bool | None = None
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    cron: Annotated[str, Field(**CRON_RULES)] | SkipJsonSchema[None] = None
+    timezone: Annotated[str, Field(**TIMEZONE_RULES)] | SkipJsonSchema[None] = None
+    job: JobRequest | SkipJsonSchema[None] = None
+    active: bool | SkipJsonSchema[None] = None
 
     _check_cron = field_validator("cron")(_cron)
     _check_timezone = field_validator("timezone")(_timezone)
