@@ -14,12 +14,10 @@ from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # a year
+MAX_DELAY = timedelta(seconds=MAX_DELAY_SECONDS)
 # The earliest run_at taken: anything before is a mistake, and the calendar's edges (year 1, year 9999) are times
 # the database and the scheduler cannot carry (PostgreSQL stores a year-1 time with an offset as -infinity).
 EARLIEST_RUN_AT = datetime(2000, 1, 1, tzinfo=UTC)
-
-
-MAX_DELAY = timedelta(seconds=MAX_DELAY_SECONDS)
 
 
 class JobOptions(BaseModel):

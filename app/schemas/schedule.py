@@ -14,10 +14,15 @@ from app.schemas.requests import REQUEST_CONFIG
 NOT_IN_A_SCHEDULE = ("run_at", "delay_seconds", "idempotency_key")
 CRON_RULES: dict[str, Any] = {
     "max_length": 255,
-    "description": "Five fields (minute hour day month weekday), or six with seconds last.",
+    "description": "Five fields (minute hour day month weekday), or six with seconds last; one that never fires "
+    "(the 31st of February) is refused.",
     "examples": ["0 3 * * *"],
 }
-TIMEZONE_RULES: dict[str, Any] = {"max_length": 64, "description": "An IANA time zone name.", "examples": ["UTC"]}
+TIMEZONE_RULES: dict[str, Any] = {
+    "max_length": 64,
+    "description": "An IANA time zone name (`Europe/Lisbon`), not a folder of them (`Europe`).",
+    "examples": ["UTC"],
+}
 
 
 def _cron(value: str | None) -> str | None:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import PrincipalDep, StateDep
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
 from app.schemas.dlq import DeadJobOut, DeadJobPage, DlqStats, ReplayIn, ReplayOut
 
 router = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
@@ -16,7 +16,7 @@ async def list_dead_jobs(
     principal: PrincipalDep,
     job_type: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> DeadJobPage:
     """Dead-lettered jobs, newest first, with the reason, attempts and last error."""
     rows, next_cursor = await state.dlq.page(principal, job_type, limit, cursor)

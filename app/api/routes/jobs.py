@@ -14,7 +14,7 @@ from app.api.admission import (
     limited_then_admitted,
     rate_limit,
 )
-from app.api.deps import PrincipalDep, StateDep
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
@@ -151,7 +151,7 @@ async def list_jobs(
     status: JobStatus | None = None,
     job_type: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> JobPage:
     """The caller's jobs, newest first, a page at a time; pass `next_cursor` back for the next page."""
     rows, next_cursor = await state.jobs.page(principal, status, job_type, limit, cursor)

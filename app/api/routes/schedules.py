@@ -5,7 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from app.api.admission import urls_safe
-from app.api.deps import PrincipalDep, StateDep
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
 from app.api.errors import invalid, not_found
 from app.api.routes.jobs import SUBMIT_STATUS
 from app.core.cron import BadCron, BadTimezone
@@ -37,7 +37,7 @@ async def list_schedules(
     state: StateDep,
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> SchedulePage:
     """The caller's schedules, newest first, a page at a time."""
     rows, next_cursor = await state.schedules.page(principal, limit, cursor)
