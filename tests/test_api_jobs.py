@@ -172,3 +172,17 @@ async def test_cursor_walks_every_job_once_while_new_ones_arrive(api: Api) -> No
             break
     assert len(seen) == len(set(seen))  # nothing twice
     assert existing <= set(seen)  # everything that was there at the start
+
+
+async def test_a_whole_number_written_with_a_point_zero_is_the_integer_the_schema_asks_for(api: Api) -> None:
+    """JSON Schema's "integer" counts 6.0 as one, so OpenAPI clients may send it; 6.5 is still refused."""
+    headers = await api.new_client("whole-numbers")
+    taken = await api.submit(headers, job_type="flaky", payload={"fail_times": 1.0}, priority=6.0, max_retries=2.0)
+    assert taken.status_code == 201, taken.text
+    job = taken.json()
+    assert (job["priority"], job["max_retries"], job["payload"]) == (6, 2, {"fail_times": 1, "permanent": False})
+    assert type(job["priority"]) is int and type(job["payload"]["fail_times"]) is int
+    refused = await api.submit(headers, priority=6.5)
+    assert refused.status_code == 422 and "body.priority" in refused.json()["detail"]
+    replay = await api.client.post("/api/v1/dlq/replay", json={"limit": 5.0}, headers=headers)
+    assert replay.status_code == 200, replay.text

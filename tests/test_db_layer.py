@@ -199,10 +199,10 @@ async def test_two_clients_may_use_the_same_idempotency_key(engine: AsyncEngine)
 
 async def _page(engine: AsyncEngine, client_id: str, limit: int, cursor: str | None) -> tuple[list[str], str | None]:
     """One page through the service's own pager, with the cursor the API would hand out."""
-    rows, last = await pagination.newest_first(
-        engine, JOBS, select(JOBS).where(JOBS.c.client_id == client_id), limit, cursor
+    rows, next_cursor = await pagination.newest_first(
+        engine, JOBS, select(JOBS).where(JOBS.c.client_id == client_id), limit, cursor, "jobs"
     )
-    return [row["id"] for row in rows], pagination.encode(last["created_at"], last["id"]) if last else None
+    return [row["id"] for row in rows], next_cursor
 
 
 async def test_keyset_pages_visit_every_job_once_even_when_timestamps_tie(engine: AsyncEngine) -> None:

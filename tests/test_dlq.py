@@ -263,3 +263,11 @@ async def _row(db: AsyncEngine, job_id: str) -> dict[str, Any]:
     async with db.connect() as conn:
         row = (await conn.execute(select(JOBS).where(JOBS.c.id == job_id))).one()
     return dict(row._mapping)
+
+
+@pytest.mark.parametrize("body", [{"job_ids": ["a\u0000b"]}, {"job_type": "flaky\u0000"}], ids=["id", "type"])
+async def test_a_replay_naming_text_with_a_nul_replays_nothing(api: Api, body: dict[str, Any]) -> None:
+    """No job's id or type holds a NUL (PostgreSQL's text cannot): such a request matches nothing, as any unknown
+    id does, rather than being refused as text the database cannot store."""
+    answer = await api.client.post("/api/v1/dlq/replay", json=body, headers=await api.new_client("dlq-nul"))
+    assert (answer.status_code, answer.json()) == (200, {"replayed": 0, "job_ids": []})

@@ -66,6 +66,9 @@ def expected_errors(method: str, path: str, operation: dict[str, Any]) -> set[in
         expected.add(422)
     if (method, path) in RATE_LIMITED:
         expected.add(429)
+    expected.add(500)  # a fault of ours can happen anywhere
+    if operation.get("security"):  # the key is looked up in the database
+        expected.add(503)
     return expected
 
 
@@ -75,7 +78,7 @@ def test_every_operation_documents_its_errors_in_the_error_shape(openapi: dict[s
         responses = operation["responses"]
         documented = {int(status) for status in responses}
         missing += [(method, path, s) for s in sorted(expected_errors(method, path, operation) - documented)]
-        for status in documented & {401, 403, 404, 422, 429}:
+        for status in documented & {401, 403, 404, 422, 429, 500} | (documented & {503} if path != "/ready" else set()):
             schema = responses[str(status)].get("content", {}).get("application/json", {}).get("schema")
             if schema != ERROR_REF:
                 wrong_shape.append((method, path, status))
@@ -160,3 +163,19 @@ def test_the_example_check_catches_a_wrong_example(openapi: dict[str, Any]) -> N
     wrong = {"job_type": "document", "payload": {"template": "poster", "pages": 3}}
     assert not validator_at(openapi, "/components/schemas/JobRequest").is_valid(wrong)
     assert not validator_at(openapi, "/components/schemas/ErrorOut").is_valid({"detail": "no code"})
+
+
+def test_a_database_outage_documents_when_to_retry(openapi: dict[str, Any]) -> None:
+    unavailable = [op["responses"]["503"] for m, p, op in operations(openapi) if op.get("security")]
+    assert unavailable and all("Retry-After" in response["headers"] for response in unavailable)
+
+
+def nullable(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "null" or any(nullable(option) for option in schema.get("anyOf", []))
+
+
+def test_a_schedule_change_documents_no_field_as_nullable(openapi: dict[str, Any]) -> None:
+    """Leaving a field out keeps it; null is refused, so the schema offers none."""
+    fields = openapi["components"]["schemas"]["ScheduleUpdate"]["properties"]
+    assert set(fields) == {"name", "cron", "timezone", "job", "active"}
+    assert [name for name, schema in fields.items() if nullable(schema)] == []

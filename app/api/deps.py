@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from app.api.errors import ApiError
 from app.api.state import ApiState
@@ -48,3 +48,9 @@ async def get_admin(principal: PrincipalDep) -> Principal:
 
 
 AdminDep = Annotated[Principal, Depends(get_admin)]
+
+# A list's page after the first: the `next_cursor` that list handed out, as it came; any other is a 422 bad_cursor.
+CursorQuery = Annotated[
+    str | None,
+    Query(description="The `next_cursor` of this list's previous page; any other cursor is a 422 `bad_cursor`."),
+]

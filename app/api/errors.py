@@ -16,6 +16,7 @@ from app.core.masking import mask_urls
 from app.core.secret_box import SecretsUnavailable
 from app.core.ssrf import UnsafeURL
 from app.handlers.registry import JOB_TYPES
+from app.services.pagination import BadCursor
 
 DB_RETRY_AFTER = 5
 MAX_NAMED_FIELDS = 10  # in a 422's sentence; `errors` lists them all
@@ -120,10 +121,26 @@ async def _request_validation(_: Request, exc: Exception) -> JSONResponse:
 UNSTORABLE_TEXT = {"22021", "22P05"}  # character_not_in_repertoire, untranslatable_character
 
 
+DATABASE_MODULES = ("sqlalchemy.", "asyncpg.", "aiosqlite.", "aioodbc.", "pyodbc.")
+
+
+def _from_the_database(exc: BaseException) -> bool:
+    """Whether the database said it (a DBAPIError), or its driver raised it (a bare OSError while connecting):
+    an OSError from anywhere else, say a file read, is our bug, never an "unreachable database" to retry."""
+    if isinstance(exc, DBAPIError):
+        return True
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_globals.get("__name__", "").startswith(DATABASE_MODULES):
+            return True
+        frame = frame.tb_next
+    return False
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # DBAPIError and OSError come here through ExceptionMiddleware (a clean answer, nothing re-raised);
     # anything else through ServerErrorMiddleware, which logs it again after this answer.
-    if is_unreachable(exc):
+    if is_unreachable(exc) and _from_the_database(exc):
         logger.warning("database unreachable during {} {}: {}", request.method, request.url.path, exc)
         detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
         headers = _with_request_id({"Retry-After": str(DB_RETRY_AFTER)})
@@ -134,6 +151,10 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error in {} {}", request.method, request.url.path)
     detail = "Something went wrong on our side; quote the X-Request-ID header when you report it."
     return JSONResponse(_body("internal_error", detail), 500, headers=_with_request_id({}))
+
+
+async def _bad_cursor(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(_body("bad_cursor", str(exc)), 422)
 
 
 async def _unsafe_url(_: Request, exc: Exception) -> JSONResponse:
@@ -150,6 +171,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(BadCursor, _bad_cursor)
     app.add_exception_handler(UnsafeURL, _unsafe_url)
     app.add_exception_handler(SecretsUnavailable, _secrets_unavailable)
     for kind in (DBAPIError, OSError, Exception):

@@ -27,6 +27,22 @@ ERRORS: dict[int, tuple[str, str, str]] = {
     404: ("Nothing with that id for this client.", "not_found", "No job with that id."),
     422: ("A field is missing or out of range; `errors` names each one.", "validation_error", ""),
     429: ("Over the client's rate limit; see Retry-After.", "rate_limited", "Over the limit of 100 jobs a minute."),
+    500: (
+        "A fault of the service's own, never the request's; quote the X-Request-ID header when you report it.",
+        "internal_error",
+        "Something went wrong on our side; quote the X-Request-ID header when you report it.",
+    ),
+    503: (
+        "The database is unreachable, so nothing was saved; retry after Retry-After.",
+        "database_unavailable",
+        "The database is unreachable, so nothing was saved; retry in a few seconds.",
+    ),
+}
+DB_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again (on `database_unavailable`).",
+        "schema": {"type": "integer"},
+    }
 }
 VALIDATION_EXAMPLE = {
     "detail": "The request is not valid: query.limit.",
@@ -88,6 +104,9 @@ def _error_statuses(operation: dict[str, Any], route: APIRoute) -> list[int]:
         statuses.append(404)
     if operation.get("parameters") or operation.get("requestBody"):
         statuses.append(422)
+    statuses.append(500)  # any operation, for a fault of ours
+    if operation.get("security"):  # the key is looked up in the database, and the route's work is there too
+        statuses.append(503)
     return statuses
 
 
@@ -104,6 +123,8 @@ def _error_response(status: int, response: dict[str, Any]) -> None:
     response["content"] = {"application/json": media}
     if status == 429:
         response.setdefault("headers", RETRY_AFTER)
+    if status == 503:
+        response.setdefault("headers", DB_RETRY_AFTER)
 
 
 def _needs(dependant: Dependant, call: Any) -> bool:

@@ -5,8 +5,9 @@ time follows croniter: a wall-clock time that a spring-forward gap skips fires a
 one that the autumn repeat makes happen twice fires twice, once at each UTC offset.
 """
 
+import functools
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, available_timezones
 
 from croniter import CroniterError, croniter
 
@@ -19,21 +20,31 @@ class BadTimezone(ValueError):
     """Not an IANA time zone name."""
 
 
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
 def zone(name: str) -> ZoneInfo:
     """The IANA time zone `name` (e.g. Europe/Lisbon, UTC)."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise BadTimezone(f"{name!r} is not an IANA time zone name, such as UTC or Europe/Lisbon") from exc
+    # Only a name the tz database lists: ZoneInfo reads any path below its folders, and a folder (`Europe`)
+    # raises IsADirectoryError, an OSError the API would take for an unreachable database.
+    if name not in _zone_names():
+        raise BadTimezone(f"{name!r} is not an IANA time zone name, such as UTC or Europe/Lisbon")
+    return ZoneInfo(name)
 
 
 def check(expression: str) -> str:
-    """`expression` if croniter can read it; BadCron, saying so, if not."""
+    """`expression` if croniter can read it and it ever fires; BadCron, saying so, if not."""
     if not croniter.is_valid(expression):
         raise BadCron(
             f"{expression!r} is not a cron expression: give five fields (minute hour day month weekday), "
             "or six with seconds last, e.g. '0 3 * * *'"
         )
+    try:
+        croniter(expression, datetime.now(UTC)).get_next(datetime)
+    except CroniterError as exc:  # say, the 31st of February
+        raise BadCron(f"{expression!r} never fires: no date matches it; check its day and month") from exc
     return expression
 
 

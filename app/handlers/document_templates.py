@@ -9,7 +9,7 @@ from reportlab.lib.units import mm
 from reportlab.platypus import Flowable, PageBreak, Spacer
 
 from app.handlers.pdf_layout import PageSize, para, table
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 
 T = TypeVar("T")
 MAX_PAGES = 50
@@ -50,7 +50,7 @@ class TemplateFields(BaseModel):
 
     model_config = REQUEST_CONFIG
 
-    pages: int = Field(
+    pages: WholeNumber = Field(
         default=1, ge=1, le=MAX_PAGES, description="Pages the document has; more only when `data` does not fit."
     )
     author: str | None = Field(default=None, max_length=200)

@@ -4,13 +4,15 @@ from pydantic import BaseModel, Field
 
 from app.handlers.base import JobContext, JobType
 from app.handlers.errors import PermanentError, TransientError
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 
 
 class FlakyPayload(BaseModel):
     model_config = REQUEST_CONFIG
 
-    fail_times: int = Field(default=1, ge=0, le=100, description="Fail while the job has run this many times or fewer.")
+    fail_times: WholeNumber = Field(
+        default=1, ge=0, le=100, description="Fail while the job has run this many times or fewer."
+    )
     permanent: bool = Field(default=False, description="Fail with a permanent error instead of a transient one.")
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from app.core.ssrf import TooLarge, UnsafeURL, check_syntax
 from app.handlers.base import JobContext, JobTools, JobType
 from app.handlers.errors import PermanentError, TransientError
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 
 MAX_PIXELS = 50_000_000
 MAX_DOWNLOAD_BYTES = 40 * 1024 * 1024
@@ -42,11 +42,11 @@ class ImagePayload(BaseModel):
     )
     image_base64: str | None = Field(default=None, description="The image file in base64, at most 20 MiB decoded.")
     operations: list[Operation] = Field(min_length=1, max_length=10, description="Applied in this order.")
-    width: int | None = Field(default=None, ge=1, le=10_000)
-    height: int | None = Field(default=None, ge=1, le=10_000)
+    width: WholeNumber | None = Field(default=None, ge=1, le=10_000)
+    height: WholeNumber | None = Field(default=None, ge=1, le=10_000)
     format: Format | None = Field(default=None, description="The output format; by default the source's.")
-    quality: int | None = Field(default=None, ge=1, le=95, description="JPEG/WEBP quality; 75 with `compress`.")
-    angle: int = Field(default=90, ge=-360, le=360, description="Degrees counter-clockwise, for `rotate`.")
+    quality: WholeNumber | None = Field(default=None, ge=1, le=95, description="JPEG/WEBP quality; 75 with `compress`.")
+    angle: WholeNumber = Field(default=90, ge=-360, le=360, description="Degrees counter-clockwise, for `rotate`.")
 
     @field_validator("image_url")
     @classmethod

@@ -10,7 +10,12 @@ from app.schemas.requests import REQUEST_CONFIG
 class ApiKeyCreate(BaseModel):
     model_config = REQUEST_CONFIG
 
-    client_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")
+    client_id: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.\-]+$",
+        description="The client the key acts for; `admin`, the admin's own client, only for an admin key.",
+    )
     admin: bool = False
 
 

@@ -4,7 +4,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from app.schemas.job import JobOut
-from app.schemas.requests import REQUEST_CONFIG
+from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 from app.workers.retry_policy import DeadReason
 
 # The reasons a job (rather than a webhook delivery) dies with.
@@ -36,7 +36,7 @@ class ReplayIn(BaseModel):
 
     job_ids: list[str] | None = Field(default=None, max_length=1000)
     job_type: str | None = None
-    limit: int = Field(default=100, ge=1, le=1000)
+    limit: WholeNumber = Field(default=100, ge=1, le=1000)
 
 
 class ReplayOut(BaseModel):

@@ -2,18 +2,22 @@
 
 import functools
 import operator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, create_model, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator, model_validator
 
 from app.handlers.base import JobType
 from app.handlers.registry import JOB_TYPES
-from app.schemas.requests import REQUEST_CONFIG, RequestTime
+from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # a year
+MAX_DELAY = timedelta(seconds=MAX_DELAY_SECONDS)
+# The earliest run_at taken: anything before is a mistake, and the calendar's edges (year 1, year 9999) are times
+# the database and the scheduler cannot carry (PostgreSQL stores a year-1 time with an offset as -infinity).
+EARLIEST_RUN_AT = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class JobOptions(BaseModel):
@@ -21,13 +25,15 @@ class JobOptions(BaseModel):
 
     model_config = REQUEST_CONFIG
 
-    priority: int = Field(default=5, ge=1, le=10, description="1 is most urgent, 10 least.")
-    max_retries: int = Field(default=3, ge=0, le=10, description="Retries after the first attempt.")
+    priority: WholeNumber = Field(default=5, ge=1, le=10, description="1 is most urgent, 10 least.")
+    max_retries: WholeNumber = Field(default=3, ge=0, le=10, description="Retries after the first attempt.")
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     callback_url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
     timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
     run_at: RequestTime | None = Field(
-        default=None, description="When to run it (ISO 8601 with an offset); a time in the past runs now."
+        default=None,
+        description="When to run it (ISO 8601 with an offset), from 2000-01-01T00:00:00Z to a year from now; "
+        "a time in the past runs now.",
     )
     delay_seconds: float | None = Field(
         default=None, gt=0, le=MAX_DELAY_SECONDS, allow_inf_nan=False, description="Run it this many seconds from now."
@@ -35,6 +41,14 @@ class JobOptions(BaseModel):
     # Each job type's request model narrows these two: job_type to its name, payload to its model.
     job_type: str
     payload: Any
+
+    @field_validator("run_at")
+    @classmethod
+    def _within_bounds(cls, run_at: datetime | None) -> datetime | None:
+        # Aware times compare by the instant they name, whatever their offsets, without leaving the calendar.
+        if run_at is not None and not EARLIEST_RUN_AT <= run_at <= datetime.now(UTC) + MAX_DELAY:
+            raise ValueError("give a time from 2000-01-01T00:00:00Z to a year from now (as delay_seconds)")
+        return run_at
 
     @model_validator(mode="after")
     def _one_time_at_most(self) -> "JobOptions":

@@ -17,3 +17,12 @@ def _text(value: Any) -> Any:
 
 # A time in a request: ISO 8601 text with an offset, read from that text (a number is no time here).
 RequestTime = Annotated[AwareDatetime, BeforeValidator(_text), Field(strict=False)]
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer in a request, as JSON Schema's "integer" reads: a number with no fraction, so `6.0` is 6 (strict
+# mode alone would refuse it); `6.5`, a bool or text stays refused.
+WholeNumber = Annotated[int, BeforeValidator(_whole)]

@@ -1,9 +1,10 @@
 """Recurring schedules as clients see them."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from app.core.cron import check, zone
 from app.schemas.job import JobOptions, JobRequest
@@ -13,10 +14,15 @@ from app.schemas.requests import REQUEST_CONFIG
 NOT_IN_A_SCHEDULE = ("run_at", "delay_seconds", "idempotency_key")
 CRON_RULES: dict[str, Any] = {
     "max_length": 255,
-    "description": "Five fields (minute hour day month weekday), or six with seconds last.",
+    "description": "Five fields (minute hour day month weekday), or six with seconds last; one that never fires "
+    "(the 31st of February) is refused.",
     "examples": ["0 3 * * *"],
 }
-TIMEZONE_RULES: dict[str, Any] = {"max_length": 64, "description": "An IANA time zone name.", "examples": ["UTC"]}
+TIMEZONE_RULES: dict[str, Any] = {
+    "max_length": 64,
+    "description": "An IANA time zone name (`Europe/Lisbon`), not a folder of them (`Europe`).",
+    "examples": ["UTC"],
+}
 
 
 def _cron(value: str | None) -> str | None:
@@ -51,13 +57,15 @@ class ScheduleCreate(BaseModel):
 
 
 class ScheduleUpdate(BaseModel):
+    """The fields to change; a field left out keeps its value, and none may be null."""
+
     model_config = REQUEST_CONFIG
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    cron: str | None = Field(default=None, **CRON_RULES)
-    timezone: str | None = Field(default=None, **TIMEZONE_RULES)
-    job: JobRequest | None = None
-    active: bool | None = None
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    cron: Annotated[str, Field(**CRON_RULES)] | SkipJsonSchema[None] = None
+    timezone: Annotated[str, Field(**TIMEZONE_RULES)] | SkipJsonSchema[None] = None
+    job: JobRequest | SkipJsonSchema[None] = None
+    active: bool | SkipJsonSchema[None] = None
 
     _check_cron = field_validator("cron")(_cron)
     _check_timezone = field_validator("timezone")(_timezone)

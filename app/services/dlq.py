@@ -44,6 +44,9 @@ class _Lost(Exception):
     """A compare-and-set found the row changed: roll the transaction back."""
 
 
+NUL = "\x00"
+
+
 @dataclass(frozen=True)
 class DlqService:
     engine: AsyncEngine
@@ -53,12 +56,12 @@ class DlqService:
 
     async def page(
         self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Row], Row | None]:
-        """Dead-lettered jobs, newest first."""
+    ) -> tuple[list[Row], str | None]:
+        """Dead-lettered jobs, newest first, and the cursor to the next page when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        return await newest_first(self.engine, JOBS, query, limit, cursor)
+        return await newest_first(self.engine, JOBS, query, limit, cursor, "dlq")
 
     async def stats(self, principal: Principal) -> dict[str, Any]:
         """Counts of the caller's dead-lettered jobs, by type and by reason."""
@@ -79,9 +82,12 @@ class DlqService:
     ) -> list[str]:
         """Send dead jobs back to work, oldest first, each in its own transaction: a crash half-way loses
         nothing (the outbox holds what was committed) and a second run replays nothing twice."""
+        # No job's id or type holds a NUL, which PostgreSQL cannot even compare: such a name matches nothing.
+        if NUL in (job_type or ""):
+            return []
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_ids is not None:
-            query = query.where(JOBS.c.id.in_(job_ids))
+            query = query.where(JOBS.c.id.in_([job_id for job_id in job_ids if NUL not in job_id]))
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
         query = query.order_by(JOBS.c.created_at, JOBS.c.id).limit(limit)

@@ -130,14 +130,14 @@ class JobService:
 
     async def page(
         self, principal: Principal, status: str | None, job_type: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Row], Row | None]:
-        """Newest first; returns the page and the last row when more may follow."""
+    ) -> tuple[list[Row], str | None]:
+        """Newest first; returns the page and the cursor to the next one when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal))
         if status:
             query = query.where(JOBS.c.status == status)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        return await newest_first(self.engine, JOBS, query, limit, cursor)
+        return await newest_first(self.engine, JOBS, query, limit, cursor, "jobs")
 
     async def events(self, principal: Principal, job_id: str) -> list[Row] | None:
         """The job's audit trail, oldest first; None when the job is not the caller's."""

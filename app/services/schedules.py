@@ -57,11 +57,10 @@ class ScheduleService:
             row = (await conn.execute(query)).first()
         return dict(row._mapping) if row else None
 
-    async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[Row], Row | None]:
-        """Newest first; the page and the last row when more may follow."""
-        return await newest_first(
-            self.engine, SCHEDULES, select(SCHEDULES).where(visible_to(SCHEDULES, principal)), limit, cursor
-        )
+    async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[Row], str | None]:
+        """Newest first; the page and the cursor to the next one when more may follow."""
+        query = select(SCHEDULES).where(visible_to(SCHEDULES, principal))
+        return await newest_first(self.engine, SCHEDULES, query, limit, cursor, "schedules")
 
     async def update(self, principal: Principal, schedule_id: str, changes: Row) -> Row | None:
         """Change fields; a new cron, time zone or `active` computes the next firing again from now. The version

@@ -4,10 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import PrincipalDep, StateDep
-from app.api.errors import ApiError
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
 from app.schemas.dlq import DeadJobOut, DeadJobPage, DlqStats, ReplayIn, ReplayOut
-from app.services.pagination import BadCursor, encode
 
 router = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
 
@@ -18,15 +16,12 @@ async def list_dead_jobs(
     principal: PrincipalDep,
     job_type: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> DeadJobPage:
     """Dead-lettered jobs, newest first, with the reason, attempts and last error."""
-    try:
-        rows, last = await state.dlq.page(principal, job_type, limit, cursor)
-    except BadCursor as exc:
-        raise ApiError(422, "bad_cursor", str(exc)) from exc
+    rows, next_cursor = await state.dlq.page(principal, job_type, limit, cursor)
     items = [DeadJobOut.model_validate({**row, "reason": row["dead_reason"]}) for row in rows]
-    return DeadJobPage(items=items, next_cursor=encode(last["created_at"], last["id"]) if last else None)
+    return DeadJobPage(items=items, next_cursor=next_cursor)
 
 
 @router.get("/stats", response_model=DlqStats, response_model_exclude_none=True)

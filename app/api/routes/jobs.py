@@ -14,7 +14,7 @@ from app.api.admission import (
     limited_then_admitted,
     rate_limit,
 )
-from app.api.deps import PrincipalDep, StateDep
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
@@ -31,7 +31,6 @@ from app.schemas.job import (
 from app.schemas.webhook import DeliveryOut
 from app.services.dlq import NotCancellable, NotDeadLettered
 from app.services.jobs import IdempotencyConflict
-from app.services.pagination import BadCursor, encode
 from app.services.tenancy import Principal
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -152,14 +151,10 @@ async def list_jobs(
     status: JobStatus | None = None,
     job_type: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> JobPage:
     """The caller's jobs, newest first, a page at a time; pass `next_cursor` back for the next page."""
-    try:
-        rows, last = await state.jobs.page(principal, status, job_type, limit, cursor)
-    except BadCursor as exc:
-        raise ApiError(422, "bad_cursor", str(exc)) from exc
-    next_cursor = encode(last["created_at"], last["id"]) if last else None
+    rows, next_cursor = await state.jobs.page(principal, status, job_type, limit, cursor)
     return JobPage(items=[JobOut.model_validate(r) for r in rows], next_cursor=next_cursor)
 
 

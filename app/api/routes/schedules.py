@@ -5,12 +5,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from app.api.admission import rate_limit, urls_safe
-from app.api.deps import PrincipalDep, StateDep
-from app.api.errors import ApiError, not_found
+from app.api.deps import CursorQuery, PrincipalDep, StateDep
+from app.api.errors import invalid, not_found
 from app.api.routes.jobs import SUBMIT_STATUS
+from app.core.cron import BadCron, BadTimezone
 from app.schemas.job import JobOut
 from app.schemas.schedule import ScheduleCreate, ScheduleOut, SchedulePage, ScheduleUpdate
-from app.services.pagination import BadCursor, encode
 
 router = APIRouter(prefix="/api/v1/schedules", tags=["schedules"])
 INVALID: dict[int | str, dict[str, Any]] = {
@@ -37,14 +37,10 @@ async def list_schedules(
     state: StateDep,
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: str | None = None,
+    cursor: CursorQuery = None,
 ) -> SchedulePage:
     """The caller's schedules, newest first, a page at a time."""
-    try:
-        rows, last = await state.schedules.page(principal, limit, cursor)
-    except BadCursor as exc:
-        raise ApiError(422, "bad_cursor", str(exc)) from exc
-    next_cursor = encode(last["created_at"], last["id"]) if last else None
+    rows, next_cursor = await state.schedules.page(principal, limit, cursor)
     return SchedulePage(items=[ScheduleOut.model_validate(r) for r in rows], next_cursor=next_cursor)
 
 
@@ -66,7 +62,11 @@ async def update_schedule(
     if body.job is not None:
         changes["job"] = _job(body.job)
         await urls_safe(state, [body.job])
-    row = await state.schedules.update(principal, schedule_id, changes)
+    try:
+        row = await state.schedules.update(principal, schedule_id, changes)
+    except (BadCron, BadTimezone) as exc:  # a schedule saved before its cron or zone was checked as now
+        field = "cron" if isinstance(exc, BadCron) else "timezone"
+        raise invalid([{"type": "value_error", "loc": ["body", field], "msg": str(exc)}]) from exc
     if row is None:
         raise not_found("schedule")
     return ScheduleOut.model_validate(row)
