@@ -59,6 +59,12 @@ from app.workers.webhook_worker import WebhookWorker
 REQUEST_ID_MAX = 128
 
 
+def valid_request_id(value: str) -> bool:
+    """A client's `X-Request-ID` is kept when it is 1-128 printable ASCII characters; any other gets a fresh one,
+    so the id a client reads back is the one every log line and webhook delivery carries, byte for byte."""
+    return 0 < len(value) <= REQUEST_ID_MAX and value.isascii() and value.isprintable()
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
@@ -154,7 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         CorrelationIdMiddleware,
         header_name="X-Request-ID",
-        validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
+        validator=valid_request_id,
     )
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
