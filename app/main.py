@@ -11,6 +11,7 @@ from loguru import logger
 from app.api import errors, http_metrics
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
+from app.api.request_body import RequestBody
 from app.api.routes import (
     api_keys,
     circuits,
@@ -154,9 +155,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Submit jobs over REST; workers run them; results reach you as signed webhooks.",
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        strict_content_type=False,  # a body without Content-Type is JSON, on every route (app/api/request_body.py)
     )
     app.state.settings = settings or get_settings()
     app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
+    app.add_middleware(RequestBody, settings=app.state.settings)  # inside the request id and the body deadline
     app.add_middleware(
         CorrelationIdMiddleware,
         header_name="X-Request-ID",

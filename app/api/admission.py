@@ -2,7 +2,6 @@
 its job type's circuit and its callback URL's SSRF check. Each refusal is an ApiError saying what to do."""
 
 import asyncio
-import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -11,6 +10,7 @@ from fastapi import Request, Response
 from pydantic import ValidationError
 
 from app.api.errors import ApiError, clean_errors, invalid, validation_errors
+from app.api.request_body import parsed
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.ssrf import UnsafeURL
@@ -43,27 +43,12 @@ def _over_limit(decision: Decision, jobs: int) -> str:
     return f"Over {limit}; retry after the Retry-After seconds."
 
 
-async def json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object, read no further than `limit` bytes (413 past it, 422 when it is no object)."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise ApiError(422, "invalid_json", f"The body is not valid JSON: {exc}.") from exc
+def json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, as app/api/request_body.py read and bounded it (422 when it is no object)."""
+    data = parsed(request)
     if not isinstance(data, dict):
         raise ApiError(422, "not_an_object", "The body must be a JSON object.")
     return data
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes; send less in one request.")
 
 
 def job_request(data: dict[str, Any]) -> JobOptions:

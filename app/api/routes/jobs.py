@@ -96,7 +96,7 @@ async def submit_one(
     `response`."""
 
     async def read() -> JobOptions:
-        data = await json_object(request, state.resources.settings.max_body_bytes)
+        data = json_object(request)
         if idempotency_key and "idempotency_key" not in data:
             data["idempotency_key"] = idempotency_key
         return job_request(data)
@@ -130,7 +130,7 @@ async def submit_one(
 async def submit_batch(request: Request, response: Response, state: StateDep, principal: PrincipalDep) -> BatchOut:
     """Submit 1-500 jobs at once, all or nothing: each item as in `POST /api/v1/jobs`, with its own
     `idempotency_key`. Answers 201 with every job in request order, each `created`, `pending` or `existing`."""
-    data = await json_object(request, state.resources.settings.max_batch_body_bytes)
+    data = json_object(request)
     await rate_limit(state, principal.client_id, response, batch_size(data))
     requests = batch_requests(data)
     await admit(state, requests, batch=True)

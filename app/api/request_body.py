@@ -1,0 +1,113 @@
+"""Every API request that carries a body passes here before anything reads it, in this order: the API key (401,
+and not a byte of the body read), the declared type (415 unless JSON), the declared size and then the bytes as
+they stream (413 past the route's limit), and the JSON itself (422 for what RFC 8259 does not allow).
+
+One mechanism for every route: FastAPI reads a route's body before it solves the route's dependencies (the key
+among them), so a limit or a key check in a route comes too late. The body read here, whole and bounded, is handed
+on as it came; the parsed value waits in the scope for a route that reads it itself (`parsed`), and the caller in
+the scope for `get_principal`, which need not look the key up twice.
+"""
+
+from fastapi.routing import APIRoute, iter_route_contexts
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api import strict_json
+from app.api.deps import PRINCIPAL_SCOPE_KEY, get_principal
+from app.api.errors import ApiError, error_response
+from app.core.config import Settings
+
+API_PREFIX = "/api/"
+BATCH_PATH = "/api/v1/jobs/batch"
+JSON_SCOPE_KEY = "app.json_body"
+BODY_HEADERS = (b"content-length", b"transfer-encoding")
+
+
+class RequestBody:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.limit, self.batch_limit = settings.max_body_bytes, settings.max_batch_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX) or not _carries_body(scope):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        try:
+            scope[PRINCIPAL_SCOPE_KEY] = await get_principal(request)
+            body = await self._read(request)
+            if body is None:
+                return  # the client went away: nobody to answer
+            scope[JSON_SCOPE_KEY] = strict_json.loads(body)
+        except (ApiError, HTTPException) as exc:
+            _name_route(scope)
+            await (await error_response(request, exc))(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, request: Request) -> bytes | None:
+        _json_type(request.headers.get("content-type"))
+        limit = self.batch_limit if request.url.path == BATCH_PATH else self.limit
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        body = bytearray()
+        while True:
+            message = await request.receive()
+            if message["type"] != "http.request":
+                return None
+            body += message.get("body", b"")
+            if len(body) > limit:
+                raise _too_large(limit)
+            if not message.get("more_body", False):
+                return bytes(body)
+
+
+def parsed(request: Request) -> object:
+    """The body's JSON value as read here; a 422 when the request came without a body."""
+    if JSON_SCOPE_KEY not in request.scope:
+        raise ApiError(422, "invalid_json", "The request has no body; send a JSON object.")
+    return request.scope[JSON_SCOPE_KEY]
+
+
+def _name_route(scope: Scope) -> None:
+    """The route a refused request was for, as the router would note it, so the HTTP metrics count the refusal
+    under its route (asked only on the way to an error)."""
+    for context in iter_route_contexts(scope["app"].routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and route.matches(scope)[0] is Match.FULL:
+            scope["route"] = route
+            return
+
+
+def _carries_body(scope: Scope) -> bool:
+    return any(name in BODY_HEADERS and value != b"0" for name, value in scope["headers"])
+
+
+def _json_type(declared: str | None) -> None:
+    """No type, `application/json` or `application/<anything>+json`, parameters aside; else a 415."""
+    media = (declared or "application/json").partition(";")[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    if kind != "application" or not (subtype == "json" or subtype.endswith("+json")):
+        detail = f"A body of type {declared} cannot be read; send JSON as application/json (or no Content-Type)."
+        raise ApiError(415, "unsupported_media_type", detail)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes; send less in one request.")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body as one message, then whatever the client sends next (its going away, say)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
