@@ -21,7 +21,10 @@ from app.services.rate_limit import Decision
 
 
 async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: int = 1) -> None:
-    """Every job counts against the client's window, all or none; over it, 429 (Redis down: no limit, fail open)."""
+    """Every job counts against the client's window, all or none; over it, 429 (Redis down: no limit, fail open).
+    A batch bigger than the whole limit is a 422: no wait would let it through."""
+    if jobs > state.limiter.per_minute:
+        raise _never_fits(jobs, state.limiter.per_minute)
     decision = await state.limiter.check(client_id, jobs)
     if decision is None:
         return
@@ -31,10 +34,17 @@ async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: 
     response.headers.update(decision.headers())
 
 
+def _never_fits(jobs: int, per_minute: int) -> ApiError:
+    detail = (
+        f"A batch of {jobs} jobs is over the limit of {per_minute} job submissions per minute on its own, so it can "
+        f"never be accepted and nothing was saved; split it into batches of at most {per_minute}."
+    )
+    errors = [{"type": "batch_over_rate_limit", "loc": ["body", "jobs"], "msg": detail}]
+    return ApiError(422, "batch_over_rate_limit", detail, errors=errors)
+
+
 def _over_limit(decision: Decision, jobs: int) -> str:
     limit = f"the limit of {decision.limit} job submissions per minute"
-    if jobs > decision.limit:
-        return f"A batch of {jobs} jobs is over {limit} on its own; split it into batches of at most {decision.limit}."
     if jobs > 1:
         return (
             f"A batch of {jobs} jobs would go over {limit} ({decision.remaining} left now); nothing was saved. "

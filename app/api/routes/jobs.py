@@ -122,8 +122,11 @@ async def submit_one(
     responses={
         409: {"description": "An item's idempotency key was used for a different request (`index` names it)."},
         413: {"description": "The body is over the batch size limit (`MAX_BATCH_BODY_BYTES`)."},
-        422: {"description": "Empty, over 500 jobs, or an invalid item: each error's `loc` starts body.jobs.<index>."},
-        429: {"description": "The batch would take the client over its rate limit (every job counts)."},
+        422: {
+            "description": "Empty, over 500 jobs, or an invalid item: each error's `loc` starts body.jobs.<index>; "
+            "or more jobs than the client's whole rate limit (`batch_over_rate_limit`): split the batch."
+        },
+        429: {"description": "The batch would take the client over its rate limit now (every job counts)."},
         503: {"description": "The database is unreachable, or an item's job type has its circuit open."},
     },
 )
