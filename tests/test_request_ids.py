@@ -77,3 +77,13 @@ async def test_every_answer_carries_exactly_one_request_id_errors_included() -> 
     assert listed.headers.get_list("x-request-id") == ["mine"]
     assert broken.status_code == 500 and len(broken.headers.get_list("x-request-id")) == 1
     assert unauthorized.status_code == 401 and len(unauthorized.headers.get_list("x-request-id")) == 1
+
+
+async def test_a_key_that_cannot_be_looked_up_before_a_body_is_read_is_a_clean_503() -> None:
+    """The key is checked before the body, outside FastAPI's routes: a database that does not answer is the same
+    503 there as in a route, handled (the client that raises what the app lets through raises nothing)."""
+    async with api_with(failing_app(), ADMIN_KEY) as api:
+        headers = {"Authorization": "Bearer tq_a_client_key"}
+        answer = await api.client.post("/api/v1/jobs", json={"job_type": "echo", "payload": {}}, headers=headers)
+    assert (answer.status_code, answer.json()["code"]) == (503, "database_unavailable")
+    assert answer.headers["Retry-After"] == "5" and len(answer.headers.get_list("x-request-id")) == 1

@@ -73,13 +73,6 @@ def _body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
     return {"detail": detail, "code": code, **extra}
 
 
-async def error_response(request: Request, exc: ApiError | StarletteHTTPException) -> JSONResponse:
-    """The answer the app's handlers give `exc`, for a middleware that runs before them."""
-    if isinstance(exc, ApiError):
-        return await _api_error(request, exc)
-    return await _http_error(request, exc)
-
-
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return JSONResponse(_body(exc.code, exc.detail, **exc.extra), exc.status, headers=exc.headers)

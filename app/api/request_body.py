@@ -8,21 +8,26 @@ on as it came; the parsed value waits in the scope for a route that reads it its
 the scope for `get_principal`, which need not look the key up twice.
 """
 
+from collections.abc import Awaitable, Callable
+from typing import cast
+
 from fastapi.routing import APIRoute, iter_route_contexts
-from starlette.exceptions import HTTPException
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import strict_json
 from app.api.deps import PRINCIPAL_SCOPE_KEY, get_principal
-from app.api.errors import ApiError, error_response
+from app.api.errors import ApiError
 from app.core.config import Settings
 
 API_PREFIX = "/api/"
 BATCH_PATH = "/api/v1/jobs/batch"
 JSON_SCOPE_KEY = "app.json_body"
 BODY_HEADERS = (b"content-length", b"transfer-encoding")
+Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 class RequestBody:
@@ -41,9 +46,12 @@ class RequestBody:
             if body is None:
                 return  # the client went away: nobody to answer
             scope[JSON_SCOPE_KEY] = strict_json.loads(body)
-        except (ApiError, HTTPException) as exc:
+        except Exception as exc:
+            handler = _handler(scope["app"], exc)
+            if handler is None:
+                raise
             _name_route(scope)
-            await (await error_response(request, exc))(scope, receive, send)
+            await (await handler(request, exc))(scope, receive, send)
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -70,6 +78,16 @@ def parsed(request: Request) -> object:
     if JSON_SCOPE_KEY not in request.scope:
         raise ApiError(422, "invalid_json", "The request has no body; send a JSON object.")
     return request.scope[JSON_SCOPE_KEY]
+
+
+def _handler(app: Starlette, exc: Exception) -> Handler | None:
+    """The app's own handler for `exc`, as FastAPI's routes have them: an ApiError, a 408 from the body deadline,
+    a database that does not answer while the key is looked up. The one for any Exception is left to Starlette,
+    which answers it outside every middleware."""
+    for kind in type(exc).__mro__[:-2]:  # Exception and object aside
+        if kind in app.exception_handlers:
+            return cast(Handler, app.exception_handlers[kind])  # app/api/errors.py: each async, for HTTP
+    return None
 
 
 def _name_route(scope: Scope) -> None:
