@@ -1,13 +1,17 @@
 """Every route that takes a body bounds it the same way: the API key is checked before a byte of the body is read
 (401), then its declared type (415 unless JSON), then its size, declared or counted while it streams (413)."""
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.support import Api
+from tests.conftest import make_settings, settings_env
+from tests.support import Api, app_process, env_without_dotenv, free_port, until_serving
 
 CHUNK = b"x" * (64 * 1024)
 BODY_LIMIT = 256 * 1024  # MAX_BODY_BYTES' default
@@ -140,3 +144,30 @@ async def test_a_refusal_at_the_edge_is_counted_under_its_route(api: Api) -> Non
     await api.client.post("/api/v1/schedules", content=b"{}", headers={"Content-Type": "text/plain"})
     metrics = (await api.client.get("/metrics")).text
     assert 'http_requests_total{handler="/api/v1/schedules",method="POST",status="401"}' in metrics
+
+
+async def test_over_a_socket_a_chunked_body_without_a_key_is_answered_401_while_it_is_still_coming(
+    tmp_path: Path,
+) -> None:
+    """A real server: the client sends the head and one chunk of a body it never ends, then waits. The answer can
+    only come before the body's end if the server judged the key without reading the body (reading it, the server
+    would wait for the rest until its body deadline, REQUEST_BODY_TIMEOUT_SECONDS, here 60 s)."""
+    port = free_port()
+    settings = make_settings(port=port, request_body_timeout_seconds=60)
+    with app_process(["api"], env_without_dotenv(settings_env(settings)), tmp_path / "api.log") as process:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            await until_serving(http)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = (
+            "POST /api/v1/schedules HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+        )
+        chunk = b'{"pad": "' + CHUNK
+        writer.write(head.encode() + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        await writer.drain()
+        try:
+            answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=30)
+        finally:
+            writer.close()
+        assert answer.startswith(b"HTTP/1.1 401 "), answer
+        assert process.popen.poll() is None, process.output()
