@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import make_settings, settings_env
-from tests.support import Api, app_process, env_without_dotenv, free_port, until_serving
+from app.main import create_app
+from tests.conftest import ADMIN_KEY, make_settings, settings_env
+from tests.support import Api, api_with, app_process, env_without_dotenv, free_port, until_serving
 
 CHUNK = b"x" * (64 * 1024)
 BODY_LIMIT = 256 * 1024  # MAX_BODY_BYTES' default
@@ -171,3 +172,19 @@ async def test_over_a_socket_a_chunked_body_without_a_key_is_answered_401_while_
             writer.close()
         assert answer.startswith(b"HTTP/1.1 401 "), answer
         assert process.popen.poll() is None, process.output()
+
+
+async def test_a_submit_refused_for_its_body_counts_against_the_rate_limit_like_any_submit() -> None:
+    """The contract counts every submit a client sends; the body's checks, run before the route, leave their
+    refusal to the route, after the limit is judged."""
+    async with api_with(create_app(make_settings(rate_limit_per_minute=3)), ADMIN_KEY) as api:
+        headers = await api.new_client("limits-counted") | {"Content-Type": "application/json"}
+        refused = [
+            await api.client.post("/api/v1/jobs", content=b'{"x": NaN}', headers=headers),
+            await api.client.post("/api/v1/jobs", content=b"x" * (BODY_LIMIT + 1), headers=headers),
+            await api.client.post("/api/v1/jobs", content=b"{}", headers={**headers, "Content-Type": "text/plain"}),
+        ]
+        assert [r.status_code for r in refused] == [422, 413, 415]
+        over = await api.client.post("/api/v1/jobs", content=b'{"x": NaN}', headers=headers)
+        assert (over.status_code, over.json()["code"]) == (429, "rate_limited")
+        assert (await api.submit(headers)).status_code == 429

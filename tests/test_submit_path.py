@@ -22,7 +22,7 @@ def taken(api: Api) -> int:
 
 async def both(api: Api, edge: bool = False, **request: Any) -> tuple[httpx.Response, httpx.Response]:
     """The same request through the fast path, then through FastAPI; asserts which path took each (neither, for
-    a request the body's checks at the edge refuse: app/api/request_body.py)."""
+    a request without a valid key: app/api/request_body.py refuses it before either)."""
     before = taken(api)
     fast = await api.client.post("/api/v1/jobs", **request)
     assert taken(api) == before + (not edge), "the fast path did not take a plain submit"
@@ -67,14 +67,15 @@ async def test_the_fast_paths_errors_are_fastapis(api: Api) -> None:
                 "headers": {"Authorization": "Bearer tq_not_a_key"},
             },
         ),
-        (422, {"edge": True, "content": b"{not json", "headers": json_headers}),
+        (422, {"content": b"{not json", "headers": json_headers}),
+        (422, {"content": b'{"job_type": "echo", "payload": {"x": NaN}}', "headers": json_headers}),
+        (415, {"json": {"job_type": "echo", "payload": {}}, "headers": {**headers, "Content-Type": "text/plain"}}),
         (422, {"content": b"[1, 2]", "headers": json_headers}),
         (422, {"json": {"job_type": "no-such-type", "payload": {}}, "headers": headers}),
         (422, {"json": {"job_type": "echo", "payload": {}, "priority": 11}, "headers": headers}),
         (
             413,
             {
-                "edge": True,
                 "content": b'{"job_type": "echo", "payload": {"x": "' + b"x" * 300_000 + b'"}}',
                 "headers": json_headers,
             },

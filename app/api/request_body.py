@@ -26,6 +26,10 @@ from app.core.config import Settings
 API_PREFIX = "/api/"
 BATCH_PATH = "/api/v1/jobs/batch"
 JSON_SCOPE_KEY = "app.json_body"
+REFUSAL_SCOPE_KEY = "app.body_refused"
+# The submit routes read the body themselves (`parsed`), within the client's rate limit: every submit a client
+# sends counts against it, a refused body too, so its refusal is theirs to raise, after the limit is judged.
+READ_BY_ROUTE = {("POST", "/api/v1/jobs"), ("POST", BATCH_PATH)}
 BODY_HEADERS = (b"content-length", b"transfer-encoding")
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -46,12 +50,15 @@ class RequestBody:
             if body is None:
                 return  # the client went away: nobody to answer
             scope[JSON_SCOPE_KEY] = strict_json.loads(body)
+        except ApiError as exc:
+            if PRINCIPAL_SCOPE_KEY in scope and (scope["method"], scope["path"]) in READ_BY_ROUTE:
+                scope[REFUSAL_SCOPE_KEY] = exc  # answered where the route reads the body, after its rate limit
+                await self.app(scope, receive, send)
+                return
+            await _answer(request, send, exc)
+            return
         except Exception as exc:
-            handler = _handler(scope["app"], exc)
-            if handler is None:
-                raise
-            _name_route(scope)
-            await (await handler(request, exc))(scope, receive, send)
+            await _answer(request, send, exc)
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -73,8 +80,20 @@ class RequestBody:
                 return bytes(body)
 
 
+async def _answer(request: Request, send: Send, exc: Exception) -> None:
+    """Answer `exc` as the app's routes would, with the app's own handler for it; raise it when there is none."""
+    handler = _handler(request.scope["app"], exc)
+    if handler is None:
+        raise exc
+    _name_route(request.scope)
+    await (await handler(request, exc))(request.scope, request.receive, send)
+
+
 def parsed(request: Request) -> object:
-    """The body's JSON value as read here; a 422 when the request came without a body."""
+    """The body's JSON value as read here; the refusal of it (413, 415, 422) for a route in READ_BY_ROUTE; a 422
+    when the request came without a body."""
+    if REFUSAL_SCOPE_KEY in request.scope:
+        raise request.scope[REFUSAL_SCOPE_KEY]
     if JSON_SCOPE_KEY not in request.scope:
         raise ApiError(422, "invalid_json", "The request has no body; send a JSON object.")
     return request.scope[JSON_SCOPE_KEY]
