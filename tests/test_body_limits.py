@@ -188,3 +188,13 @@ async def test_a_submit_refused_for_its_body_counts_against_the_rate_limit_like_
         over = await api.client.post("/api/v1/jobs", content=b'{"x": NaN}', headers=headers)
         assert (over.status_code, over.json()["code"]) == (429, "rate_limited")
         assert (await api.submit(headers)).status_code == 429
+
+
+async def test_served_under_a_prefix_the_key_is_still_checked_before_the_body(api: Api) -> None:
+    """Behind a proxy that serves the API under a prefix (`root_path`), the paths the checks look at are the
+    routes' own."""
+    transport = httpx.ASGITransport(app=api.app, root_path="/queue")
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        body = Endless(chunks=256)
+        answer = await http.post("/queue/api/v1/schedules", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 401 and body.pulled == 0, (answer.status_code, body.pulled)

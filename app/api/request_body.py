@@ -40,7 +40,7 @@ class RequestBody:
         self.limit, self.batch_limit = settings.max_body_bytes, settings.max_batch_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX) or not _carries_body(scope):
+        if scope["type"] != "http" or not _route_path(scope).startswith(API_PREFIX) or not _carries_body(scope):
             await self.app(scope, receive, send)
             return
         request = Request(scope, receive)
@@ -51,7 +51,7 @@ class RequestBody:
                 return  # the client went away: nobody to answer
             scope[JSON_SCOPE_KEY] = strict_json.loads(body)
         except ApiError as exc:
-            if PRINCIPAL_SCOPE_KEY in scope and (scope["method"], scope["path"]) in READ_BY_ROUTE:
+            if PRINCIPAL_SCOPE_KEY in scope and (scope["method"], _route_path(scope)) in READ_BY_ROUTE:
                 scope[REFUSAL_SCOPE_KEY] = exc  # answered where the route reads the body, after its rate limit
                 await self.app(scope, receive, send)
                 return
@@ -64,7 +64,7 @@ class RequestBody:
 
     async def _read(self, request: Request) -> bytes | None:
         _json_type(request.headers.get("content-type"))
-        limit = self.batch_limit if request.url.path == BATCH_PATH else self.limit
+        limit = self.batch_limit if _route_path(request.scope) == BATCH_PATH else self.limit
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)
@@ -117,6 +117,13 @@ def _name_route(scope: Scope) -> None:
         if isinstance(route, APIRoute) and route.matches(scope)[0] is Match.FULL:
             scope["route"] = route
             return
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the routes match, without the `root_path` a proxy serving the API under a prefix gives it."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def _carries_body(scope: Scope) -> bool:
