@@ -11,6 +11,7 @@ from loguru import logger
 from app.api import docs_pages, errors, http_metrics
 from app.api.body_deadline import BodyDeadline
 from app.api.openapi import build_openapi, operation_id
+from app.api.request_body import RequestBody
 from app.api.routes import (
     api_keys,
     circuits,
@@ -59,6 +60,12 @@ from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
 PARENT_GONE_MARGIN_SECONDS = 5.0  # past the shutdown grace, for the lifespan's own stop
+
+
+def valid_request_id(value: str) -> bool:
+    """A client's `X-Request-ID` is kept when it is 1-128 printable ASCII characters; any other gets a fresh one,
+    so the id a client reads back is the one every log line and webhook delivery carries, byte for byte."""
+    return 0 < len(value) <= REQUEST_ID_MAX and value.isascii() and value.isprintable()
 
 
 @asynccontextmanager
@@ -154,13 +161,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
         docs_url=None,  # served with their assets by app/api/docs_pages.py
         redoc_url=None,
+        strict_content_type=False,  # a body without Content-Type is JSON, on every route (app/api/request_body.py)
     )
     app.state.settings = settings or get_settings()
     app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
+    app.add_middleware(RequestBody, settings=app.state.settings)  # inside the request id and the body deadline
     app.add_middleware(
         CorrelationIdMiddleware,
         header_name="X-Request-ID",
-        validator=lambda value: 0 < len(value) <= REQUEST_ID_MAX and value.isprintable(),
+        validator=valid_request_id,
     )
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)

@@ -221,9 +221,20 @@ async def test_every_job_of_a_batch_counts_against_the_rate_limit_and_a_refusal_
         assert two.status_code == 201 and two.headers["X-RateLimit-Remaining"] == "0"
         assert (await api.submit(headers)).status_code == 429
         other = await api.new_client("batch-limit-2")
-        huge = await post_batch(api, other, [echo(n) for n in range(11)])
-        assert huge.status_code == 429 and "split it into batches of at most 10" in huge.json()["detail"]
         assert (await post_batch(api, other, [echo(n) for n in range(10)])).status_code == 201
+
+
+async def test_a_batch_bigger_than_the_whole_rate_limit_is_a_422_that_says_to_split_it() -> None:
+    """Waiting cannot help a batch the limit can never hold: no 429 and no Retry-After, and nothing counted."""
+    async with guarded(rate_limit_per_minute=10) as api:
+        headers = await api.new_client("batch-never-fits")
+        huge = await post_batch(api, headers, [echo(n) for n in range(11)])
+        assert (huge.status_code, huge.json()["code"]) == (422, "batch_over_rate_limit"), huge.text
+        assert "Retry-After" not in huge.headers
+        assert "split it into batches of at most 10" in huge.json()["detail"]
+        assert huge.json()["errors"][0]["loc"] == ["body", "jobs"]
+        ten = await post_batch(api, headers, [echo(n) for n in range(10)])  # the refused eleven counted nothing
+        assert ten.status_code == 201 and ten.headers["X-RateLimit-Remaining"] == "0"
 
 
 async def test_an_open_circuit_on_any_items_type_refuses_the_batch(api: Api, db: AsyncEngine) -> None:
@@ -287,7 +298,8 @@ async def test_the_openapi_documents_the_batch(api: Api) -> None:
     assert operation["responses"]["201"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/BatchOut"
     }
-    assert {"409", "413", "422", "429", "503"} <= set(operation["responses"])
+    assert {"409", "413", "415", "422", "429", "503"} <= set(operation["responses"])
+    assert "batch_over_rate_limit" in operation["responses"]["422"]["description"]
     item = schema["components"]["schemas"]["BatchItemOut"]
     assert set(item["properties"]) == {"outcome", "job"}
     assert schema["components"]["schemas"]["Submitted"]["enum"] == ["created", "pending", "existing"]

@@ -2,7 +2,6 @@
 its job type's circuit and its callback URL's SSRF check. Each refusal is an ApiError saying what to do."""
 
 import asyncio
-import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -11,6 +10,7 @@ from fastapi import Request, Response
 from pydantic import ValidationError
 
 from app.api.errors import ApiError, clean_errors, invalid, validation_errors
+from app.api.request_body import parsed
 from app.api.state import ApiState
 from app.core import metrics
 from app.core.ssrf import UnsafeURL
@@ -21,7 +21,10 @@ from app.services.rate_limit import Decision
 
 
 async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: int = 1) -> None:
-    """Every job counts against the client's window, all or none; over it, 429 (Redis down: no limit, fail open)."""
+    """Every job counts against the client's window, all or none; over it, 429 (Redis down: no limit, fail open).
+    A batch bigger than the whole limit is a 422: no wait would let it through."""
+    if jobs > state.limiter.per_minute:
+        raise _never_fits(jobs, state.limiter.per_minute)
     decision = await state.limiter.check(client_id, jobs)
     if decision is None:
         return
@@ -31,10 +34,17 @@ async def rate_limit(state: ApiState, client_id: str, response: Response, jobs: 
     response.headers.update(decision.headers())
 
 
+def _never_fits(jobs: int, per_minute: int) -> ApiError:
+    detail = (
+        f"A batch of {jobs} jobs is over the limit of {per_minute} job submissions per minute on its own, so it can "
+        f"never be accepted and nothing was saved; split it into batches of at most {per_minute}."
+    )
+    errors = [{"type": "batch_over_rate_limit", "loc": ["body", "jobs"], "msg": detail}]
+    return ApiError(422, "batch_over_rate_limit", detail, errors=errors)
+
+
 def _over_limit(decision: Decision, jobs: int) -> str:
     limit = f"the limit of {decision.limit} job submissions per minute"
-    if jobs > decision.limit:
-        return f"A batch of {jobs} jobs is over {limit} on its own; split it into batches of at most {decision.limit}."
     if jobs > 1:
         return (
             f"A batch of {jobs} jobs would go over {limit} ({decision.remaining} left now); nothing was saved. "
@@ -43,27 +53,12 @@ def _over_limit(decision: Decision, jobs: int) -> str:
     return f"Over {limit}; retry after the Retry-After seconds."
 
 
-async def json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object, read no further than `limit` bytes (413 past it, 422 when it is no object)."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise ApiError(422, "invalid_json", f"The body is not valid JSON: {exc}.") from exc
+def json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, as app/api/request_body.py read and bounded it (422 when it is no object)."""
+    data = parsed(request)
     if not isinstance(data, dict):
         raise ApiError(422, "not_an_object", "The body must be a JSON object.")
     return data
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"The body is over the limit of {limit} bytes; send less in one request.")
 
 
 def job_request(data: dict[str, Any]) -> JobOptions:

@@ -8,6 +8,8 @@ from app.api.errors import ApiError
 from app.api.state import ApiState
 from app.services.tenancy import Principal
 
+PRINCIPAL_SCOPE_KEY = "app.principal"  # the caller, once app/api/request_body.py has checked the key
+
 
 async def get_state(request: Request) -> ApiState:
     """The process's API state; async, so FastAPI does not hop to a thread for it on every request."""
@@ -24,6 +26,9 @@ async def get_principal(request: Request) -> Principal:
     It reads the header itself, with no dependencies of its own: every authenticated request comes through here,
     and FastAPI's solving of the bearer scheme and the state as sub-dependencies cost 6-10 % of a submit's CPU.
     app/api/openapi.py declares the scheme on every operation that needs this instead."""
+    known: Principal | None = request.scope.get(PRINCIPAL_SCOPE_KEY)
+    if known is not None:
+        return known
     scheme, _, key = (request.headers.get("authorization") or "").partition(" ")
     if scheme.lower() != "bearer" or not key:
         raise _unauthorized("No API key sent; send `Authorization: Bearer <api key>`.")

@@ -81,11 +81,6 @@ def _body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
     return {"detail": detail, "code": code, **extra}
 
 
-def _with_request_id(headers: dict[str, str]) -> dict[str, str]:
-    request_id = correlation_id.get()
-    return {**headers, "X-Request-ID": request_id} if request_id else headers
-
-
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return JSONResponse(_body(exc.code, exc.detail, **exc.extra), exc.status, headers=exc.headers)
@@ -143,14 +138,23 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     if is_unreachable(exc) and _from_the_database(exc):
         logger.warning("database unreachable during {} {}: {}", request.method, request.url.path, exc)
         detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
-        headers = _with_request_id({"Retry-After": str(DB_RETRY_AFTER)})
+        headers = {"Retry-After": str(DB_RETRY_AFTER)}
         return JSONResponse(_body("database_unavailable", detail), 503, headers=headers)
     if getattr(getattr(exc, "orig", None), "sqlstate", None) in UNSTORABLE_TEXT:
         detail = "A text value holds a character the database cannot store (NUL, U+0000); remove it and retry."
         return JSONResponse(_body("invalid_text", detail), 422)
     logger.exception("unhandled error in {} {}", request.method, request.url.path)
     detail = "Something went wrong on our side; quote the X-Request-ID header when you report it."
-    return JSONResponse(_body("internal_error", detail), 500, headers=_with_request_id({}))
+    return JSONResponse(_body("internal_error", detail), 500)
+
+
+async def _server_error(request: Request, exc: Exception) -> JSONResponse:
+    """`_unexpected` for what no inner handler took: Starlette answers it outside every middleware, so the request
+    id middleware never sees this answer and it carries the id itself (the inner ones get it there, once)."""
+    answer = await _unexpected(request, exc)
+    if request_id := correlation_id.get():
+        answer.headers["X-Request-ID"] = request_id
+    return answer
 
 
 async def _bad_cursor(_: Request, exc: Exception) -> JSONResponse:
@@ -174,5 +178,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(BadCursor, _bad_cursor)
     app.add_exception_handler(UnsafeURL, _unsafe_url)
     app.add_exception_handler(SecretsUnavailable, _secrets_unavailable)
-    for kind in (DBAPIError, OSError, Exception):
+    for kind in (DBAPIError, OSError):
         app.add_exception_handler(kind, _unexpected)
+    app.add_exception_handler(Exception, _server_error)

@@ -24,6 +24,16 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying aga
 ERRORS: dict[int, tuple[str, str, str]] = {
     401: ("No API key, or an unknown or revoked one.", "unauthorized", "That API key is unknown or revoked."),
     403: ("The call needs an admin API key.", "forbidden", "This call needs an admin API key."),
+    413: (
+        "The body is over the route's size limit (`MAX_BODY_BYTES`; `MAX_BATCH_BODY_BYTES` for a batch).",
+        "body_too_large",
+        "The body is over the limit of 262144 bytes; send less in one request.",
+    ),
+    415: (
+        "The body's declared Content-Type is not JSON; send application/json (or no Content-Type).",
+        "unsupported_media_type",
+        "A body of type text/plain cannot be read; send JSON as application/json (or no Content-Type).",
+    ),
     404: ("Nothing with that id for this client.", "not_found", "No job with that id."),
     422: ("A field is missing or out of range; `errors` names each one.", "validation_error", ""),
     429: ("Over the client's rate limit; see Retry-After.", "rate_limited", "Over the limit of 100 jobs a minute."),
@@ -102,6 +112,8 @@ def _error_statuses(operation: dict[str, Any], route: APIRoute) -> list[int]:
         statuses.append(403)
     if "{" in route.path_format:  # the router's own path: its parameters are the whole path's
         statuses.append(404)
+    if operation.get("requestBody"):
+        statuses += [413, 415]  # app/api/request_body.py, on every route that takes a body
     if operation.get("parameters") or operation.get("requestBody"):
         statuses.append(422)
     statuses.append(500)  # any operation, for a fault of ours

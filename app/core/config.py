@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     breaker_cooldown_seconds: float = Field(default=30, gt=0)
     """Seconds an open job-type circuit stays open before it half-opens (one probe)."""
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
-    """Largest request body POST /api/v1/jobs accepts, in bytes (262144 = 256 KiB); larger is a 413."""
+    """Largest request body of every call but a batch, in bytes (262144 = 256 KiB); larger is a 413."""
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Largest request body POST /api/v1/jobs/batch accepts (up to 500 jobs), in bytes (4194304 = 4 MiB); larger
     is a 413."""

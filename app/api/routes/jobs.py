@@ -95,7 +95,7 @@ async def submit_one(
     `response`."""
 
     async def read() -> JobOptions:
-        data = await json_object(request, state.resources.settings.max_body_bytes)
+        data = json_object(request)
         if idempotency_key and "idempotency_key" not in data:
             data["idempotency_key"] = idempotency_key
         return job_request(data)
@@ -121,15 +121,18 @@ async def submit_one(
     responses={
         409: {"description": "An item's idempotency key was used for a different request (`index` names it)."},
         413: {"description": "The body is over the batch size limit (`MAX_BATCH_BODY_BYTES`)."},
-        422: {"description": "Empty, over 500 jobs, or an invalid item: each error's `loc` starts body.jobs.<index>."},
-        429: {"description": "The batch would take the client over its rate limit (every job counts)."},
+        422: {
+            "description": "Empty, over 500 jobs, or an invalid item: each error's `loc` starts body.jobs.<index>; "
+            "or more jobs than the client's whole rate limit (`batch_over_rate_limit`): split the batch."
+        },
+        429: {"description": "The batch would take the client over its rate limit now (every job counts)."},
         503: {"description": "The database is unreachable, or an item's job type has its circuit open."},
     },
 )
 async def submit_batch(request: Request, response: Response, state: StateDep, principal: PrincipalDep) -> BatchOut:
     """Submit 1-500 jobs at once, all or nothing: each item as in `POST /api/v1/jobs`, with its own
     `idempotency_key`. Answers 201 with every job in request order, each `created`, `pending` or `existing`."""
-    data = await json_object(request, state.resources.settings.max_batch_body_bytes)
+    data = json_object(request)
     await rate_limit(state, principal.client_id, response, batch_size(data))
     requests = batch_requests(data)
     await admit(state, requests, batch=True)
