@@ -184,6 +184,7 @@ async def test_the_api_runs_the_background_workers_and_they_report_their_cycles(
         "live_feed",
         "reply_inbox",
         "job_service",
+        "revoked_streams",
         "metrics_gauges",
     ]
 
