@@ -268,6 +268,29 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
     return {**job, **overrides}
 
 
+def make_delivery(delivery_id: str, job_id: str, client_id: str, at: datetime) -> dict[str, Any]:
+    """A full deliveries row: a callback that failed twice and is given up, written at `at`."""
+    return {
+        "id": delivery_id,
+        "event_id": f"evt_{delivery_id}",
+        "target": "callback",
+        "endpoint_id": None,
+        "client_id": client_id,
+        "job_id": job_id,
+        "event_type": "job.succeeded",
+        "url": "http://127.0.0.1:9/",
+        "body": b"{}",
+        "request_id": None,
+        "status": "failed",
+        "attempt_count": 2,
+        "budget_used": 2,
+        "next_attempt_at": None,
+        "lease_until": None,
+        "created_at": at,
+        "updated_at": at,
+    }
+
+
 @contextlib.asynccontextmanager
 async def api_with(app: FastAPI, admin_key: str) -> AsyncIterator[Api]:
     """An app in this process, lifespan and all, behind an httpx client."""

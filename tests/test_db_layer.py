@@ -3,7 +3,6 @@ unique index, keyset pages and the outbox relay."""
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -28,16 +27,6 @@ from tests.support import BrokerProbe, make_job, wait_for
 Row = dict[str, Any]
 NAMES = Names(make_settings().namespace)
 WRITTEN_AT = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(request: pytest.FixtureRequest) -> AsyncIterator[AsyncEngine]:
-    url: str = request.getfixturevalue("postgres_database" if request.param == "postgresql" else "sqlite_url")
-    db = make_engine(url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 async def insert_jobs(engine: AsyncEngine, *jobs: Row) -> None:

@@ -15,7 +15,7 @@ from app.services.retention import Retention
 from app.workers.job_worker import JobWorker
 from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
 from tests.receiver import Received, Receiver
-from tests.support import Api, make_job, until_status, wait_for
+from tests.support import Api, make_delivery, make_job, until_status, wait_for
 
 
 async def register(api: Api, headers: dict[str, str], url: str) -> dict[str, Any]:
@@ -179,7 +179,7 @@ async def test_retention_deletes_old_rows_in_batches_and_keeps_young_ones(db: As
                 for event in ("created", "queued", "running"):
                     await conn.execute(insert(JOB_EVENTS).values(job_id=job_id, event=event, detail={}, created_at=at))
                 delivery_id = f"msg_{job_id.replace('-', '')}"
-                await conn.execute(insert(DELIVERIES).values(**_delivery(delivery_id, job_id, client, at)))
+                await conn.execute(insert(DELIVERIES).values(**make_delivery(delivery_id, job_id, client, at)))
                 for n in (1, 2):
                     await conn.execute(
                         insert(ATTEMPTS).values(
@@ -210,25 +210,3 @@ async def test_retention_deletes_old_rows_in_batches_and_keeps_young_ones(db: As
 def _job_of(request: Received) -> str:
     job_id: str = json.loads(request.body)["data"]["job"]["id"]
     return job_id
-
-
-def _delivery(delivery_id: str, job_id: str, client: str, at: datetime) -> dict[str, Any]:
-    return {
-        "id": delivery_id,
-        "event_id": f"evt_{delivery_id}",
-        "target": "callback",
-        "endpoint_id": None,
-        "client_id": client,
-        "job_id": job_id,
-        "event_type": "job.succeeded",
-        "url": "http://x",
-        "body": b"{}",
-        "request_id": None,
-        "status": "failed",
-        "attempt_count": 2,
-        "budget_used": 2,
-        "next_attempt_at": None,
-        "lease_until": None,
-        "created_at": at,
-        "updated_at": at,
-    }

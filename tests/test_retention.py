@@ -15,14 +15,13 @@ from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import Settings
-from app.core.database import make_engine
 from app.core.resources import Resources
 from app.core.statuses import JobStatus
 from app.models.tables import ARTIFACTS, ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.services.retention import Retention, delete_finished, finished_before
 from app.workers.job_worker import JobWorker
 from tests.conftest import make_settings
-from tests.support import Api, BrokerProbe, make_job, until_status, wait_for
+from tests.support import Api, BrokerProbe, make_delivery, make_job, until_status, wait_for
 from tests.test_dlq import dlq_ids
 from tests.test_pg_plans import plan_of
 
@@ -36,16 +35,6 @@ UNFINISHED = [S.PENDING, S.SCHEDULED, S.QUEUED, S.RUNNING, S.RETRYING]
 def settings() -> Settings:
     """The API's and worker's: their own retention loops prune no job, so only the test's sweeps do."""
     return make_settings(job_retention_days=0, dead_job_retention_days=0)
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(request: pytest.FixtureRequest) -> AsyncIterator[AsyncEngine]:
-    url: str = request.getfixturevalue("postgres_database" if request.param == "postgresql" else "sqlite_url")
-    db = make_engine(url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 def pruned_so_far(status: str) -> float:
@@ -63,34 +52,12 @@ async def a_finished_job(engine: AsyncEngine, status: S, days_ago: float, artifa
         await conn.execute(insert(JOBS).values(**job))
         for event in ("created", "queued", "running"):
             await conn.execute(insert(JOB_EVENTS).values(job_id=job["id"], event=event, detail={}, created_at=at))
-        await conn.execute(insert(DELIVERIES).values(**a_delivery(delivery, job, at)))
+        await conn.execute(insert(DELIVERIES).values(**make_delivery(delivery, job["id"], job["client_id"], at)))
         for n in (1, 2):
             attempt = {"delivery_id": delivery, "attempt": n, "status_code": 500, "duration_ms": 1.0, "created_at": at}
             await conn.execute(insert(ATTEMPTS).values(**attempt))
         await conn.execute(insert(ARTIFACTS).values(**an_artifact(job, at, artifact)))
     return str(job["id"])
-
-
-def a_delivery(delivery_id: str, job: dict[str, Any], at: datetime) -> dict[str, Any]:
-    return {
-        "id": delivery_id,
-        "event_id": f"evt_{delivery_id}",
-        "target": "callback",
-        "endpoint_id": None,
-        "client_id": job["client_id"],
-        "job_id": job["id"],
-        "event_type": "job.succeeded",
-        "url": "http://127.0.0.1:9/",
-        "body": b"{}",
-        "request_id": None,
-        "status": "failed",
-        "attempt_count": 2,
-        "budget_used": 2,
-        "next_attempt_at": None,
-        "lease_until": None,
-        "created_at": at,
-        "updated_at": at,
-    }
 
 
 def an_artifact(job: dict[str, Any], at: datetime, path: Path | None) -> dict[str, Any]:
