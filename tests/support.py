@@ -121,6 +121,18 @@ class BrokerProbe:
             messages.append(message)
         return messages
 
+    async def until_taken(self, queue: str, message_id: str, within: float = 15) -> list[str | None]:
+        """Take messages from `queue` until the one with `message_id` is among them; the ids of all taken. Other
+        tests' messages may reach a shared queue (a DLQ) meanwhile, so a test counts its own in what is taken."""
+        taken: list[str | None] = []
+
+        async def arrived() -> bool:
+            taken.extend(message.message_id for message in await self.take_all(queue))
+            return message_id in taken
+
+        await wait_for(arrived, within=within)
+        return taken
+
     async def purge(self, *queues: str) -> None:
         for name in queues:
             declared = await self.channel.declare_queue(name, passive=True)

@@ -99,15 +99,7 @@ async def test_a_delivery_message_the_webhook_worker_cannot_read_goes_to_its_dlq
     try:
         await publisher.publish(Outgoing("", queue, b"{not json", message_id=message_id))
 
-        # Other tests' deliveries that fail for good may reach the DLQ meanwhile: each taken is kept, ours awaited.
-        taken: list[str | None] = []
-
-        async def ours_in_dlq() -> bool:
-            taken.extend(m.message_id for m in await broker.take_all(dlq))
-            return message_id in taken
-
-        await wait_for(ours_in_dlq, within=30)
-        assert taken.count(message_id) == 1
+        assert (await broker.until_taken(dlq, message_id, within=30)).count(message_id) == 1
     finally:
         await publisher.close()
     assert webhook_worker.senders.failed - failed_before == TRIES

@@ -128,10 +128,7 @@ async def test_failures_retry_with_one_webhook_id_then_fail_into_the_dlq_and_can
     assert all(len(a["response_body"]) == 4096 for a in down["attempts"])  # stored only up to 4 KiB
     assert down["attempts"][0]["next_attempt_at"] is not None and down["attempts"][-1]["next_attempt_at"] is None
 
-    async def in_dlq() -> list[str]:
-        return [m.message_id or "" for m in await broker.take_all(dlq)]
-
-    assert await wait_for(in_dlq) == [down["id"]]
+    assert (await broker.until_taken(dlq, down["id"])).count(down["id"]) == 1
 
     receiver.answer = None  # fixed: 200 from now on
     answer_ = await api.client.post(f"/api/v1/deliveries/{down['id']}/redeliver", headers=headers)
