@@ -115,7 +115,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
     failpoints = Failpoints.parse(settings.failpoints)
     return ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, outbox, names, idempotency, failpoints, box),
+        jobs=JobService(resources.engine, resources.stores.jobs, outbox, names, idempotency, failpoints, box),
         keys=ApiKeyService(
             resources.engine, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
         ),
@@ -123,7 +123,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
             resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
         ),
         deliveries=deliveries,
-        dlq=DlqService(resources.engine, outbox, names, failpoints),
+        dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, failpoints),
         artifacts=artifact_store(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),

@@ -19,10 +19,17 @@ import aio_pika
 import httpx
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from fastapi import FastAPI
+from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.names import Names
 from app.core.topology import Topology
+from app.services.outbox import Outbox
+from app.stores import Stores, open_stores
+from app.workers.job_batches import JobBatches
+from app.workers.lock import JobLocks
+from app.workers.verdicts import Verdict
 from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
 from bench.private_services import PrivateRabbit, PrivateRedis
 
@@ -310,3 +317,42 @@ async def api_with(app: FastAPI, admin_key: str) -> AsyncIterator[Api]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
             yield Api(app, client, admin_key)
+
+
+class NoBroker:
+    """Stands in for the broker where a test needs no message to leave: every publish fails as if it were down."""
+
+    async def publish_many(self, messages: list[Any]) -> list[Exception]:
+        return [RuntimeError("no broker in this test") for _ in messages]
+
+
+def stores_for(engine: AsyncEngine, names: Names) -> Stores:
+    """The stores a process would open for this engine (a job's lease: 30 s), keeping no connection between
+    statements, so a test need not close them."""
+    stores = open_stores(engine, names, lease_seconds=30)
+    if stores.connections is not None:
+        stores.connections.keeping = False
+    return stores
+
+
+def outbox_for(stores: Stores, broker: Any, relay_after: float = 60, hold_seconds: float = 15) -> Outbox:
+    """An outbox over these stores that publishes through `broker` (a `NoBroker` keeps every row staged)."""
+    return Outbox(stores.jobs, stores.outbox, broker, relay_after, batch_size=10, hold_seconds=hold_seconds)
+
+
+@contextlib.asynccontextmanager
+async def job_batches(engine: AsyncEngine, names: Names, redis_url: str) -> AsyncIterator[JobBatches]:
+    """The job worker's claim and finish batches, as production runs them (real Redis locks), publishing nothing."""
+    redis = Redis.from_url(redis_url)
+    stores = stores_for(engine, names)
+    try:
+        yield JobBatches(stores.jobs, JobLocks(redis, 30_000), names, outbox_for(stores, NoBroker()))
+    finally:
+        await stores.close()
+        await redis.aclose()
+
+
+async def claim_many(engine: AsyncEngine, names: Names, redis_url: str, job_ids: list[str]) -> list[Verdict]:
+    """What one claim batch of the job worker decides for these jobs' messages, in their order."""
+    async with job_batches(engine, names, redis_url) as batches:
+        return [verdict for verdict, _ in await batches.claim_batch(job_ids)]

@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
-from app.services.transitions import queue_pending
 from tests.support import Api, make_job, trail, wait_for, waiting_on_a_row_lock
 
 
@@ -53,7 +52,8 @@ async def test_a_cancel_that_loses_its_compare_and_set_to_the_confirmation_reads
     state: ApiState = api.app.state.api
     async with db.connect() as confirming:
         transaction = await confirming.begin()
-        assert len(await queue_pending(confirming, state.resources.names, [job_id])) == 1  # locked until commit
+        jobs = state.resources.stores.jobs
+        assert len(await jobs.queue_published(confirming, [job_id], [])) == 1  # locked until commit
         cancel = asyncio.create_task(api.client.post(f"/api/v1/jobs/{job_id}/cancel", headers=headers))
         await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
         await transaction.commit()

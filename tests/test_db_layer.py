@@ -18,11 +18,14 @@ from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.core.topology import build_topology
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services import outbox, pagination
-from app.services.outbox import Outbox, Pending
-from app.services.transitions import move
+from app.services import pagination
+from app.stores.jobs.moves import Change
+from app.stores.jobs.portable import PortableJobs
+from app.stores.outbox import Pending
+from app.stores.outbox.portable import PortableOutbox
+from app.stores.steps import step
 from tests.conftest import RABBITMQ_URL, make_settings
-from tests.support import BrokerProbe, make_job, wait_for
+from tests.support import BrokerProbe, make_job, outbox_for, stores_for, wait_for
 
 Row = dict[str, Any]
 NAMES = Names(make_settings().namespace)
@@ -101,8 +104,10 @@ async def test_a_naive_datetime_is_refused(engine: AsyncEngine) -> None:
 
 
 async def _move_alone(engine: AsyncEngine, job: Row, to: JobStatus) -> tuple[Row, Pending] | None:
-    async with engine.begin() as conn:
-        return await move(conn, NAMES, job, to)
+    jobs = PortableJobs(engine, NAMES, PortableOutbox(engine), lease_seconds=30)
+    async with engine.begin() as conn:  # a step to `to` from wherever the transition table allows
+        moved = await jobs.move(conn, step(f"to_{to}", to), [Change(job)])
+        return moved[0] if moved else None
 
 
 async def _trail(engine: AsyncEngine, job_id: str) -> tuple[list[str], int]:
@@ -233,9 +238,9 @@ async def test_the_relay_publishes_a_staged_message_and_forgets_it(engine: Async
         async with engine.begin() as conn:
             await conn.execute(delete(OUTBOX))  # start from an empty outbox
             event = Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
-            await outbox.add(conn, event)
+            await stores_for(engine, NAMES).outbox.stage(conn, [event])
 
-        relayed = await Outbox(engine, publisher, relay_after=0, batch_size=10, hold_seconds=15).relay_once()
+        relayed = await outbox_for(stores_for(engine, NAMES), publisher, relay_after=0).relay_once()
 
         assert relayed == 1
         async with engine.connect() as conn:
@@ -260,12 +265,11 @@ async def test_rows_a_relay_took_and_could_not_publish_go_to_another_relay_once_
         message_id = "evt_held_" + uuid.uuid4().hex
         async with engine.begin() as conn:
             await conn.execute(delete(OUTBOX))
-            await outbox.add(
-                conn, Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
-            )
+            message = Outgoing(names.events_exchange, "job.echo.succeeded", b'{"x":1}', message_id=message_id)
+            await stores_for(engine, NAMES).outbox.stage(conn, [message])
 
-        assert await Outbox(engine, down, relay_after=0, batch_size=10, hold_seconds=3).relay_once() == 0
-        other = Outbox(engine, publisher, relay_after=0, batch_size=10, hold_seconds=3)
+        assert await outbox_for(stores_for(engine, NAMES), down, 0, 3).relay_once() == 0
+        other = outbox_for(stores_for(engine, NAMES), publisher, 0, 3)
         assert await other.relay_once() == 0  # still held by the relay that failed
         async with engine.connect() as conn:
             held = (await conn.execute(select(OUTBOX.c.locked_until))).scalar_one()

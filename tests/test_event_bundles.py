@@ -13,14 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.broker import Broker, Outgoing
 from app.core.messages import BUNDLE_MAX, REQUEST_ID_HEADER, bundle, dumps, events_of
 from app.models.tables import OUTBOX
-from app.services import outbox
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.workers.job_worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.receiver import Receiver
-from tests.support import Api, BrokerProbe, until_status, wait_for
+from tests.support import Api, BrokerProbe, stores_for, until_status, wait_for
 from tests.test_webhooks import arrived, delivered, register
 
 WITHIN = 10.0
@@ -54,8 +53,15 @@ async def test_the_outbox_publishes_events_of_one_key_as_bundles(db: AsyncEngine
     await publisher.start(wait=10)  # declares the topology
     listener = await broker.channel.declare_queue(exclusive=True)
     await listener.bind(names.events_exchange, routing_key="job.bundles.*")
+    stores = stores_for(db, names)
     box = Outbox(
-        db, publisher, relay_after=60, batch_size=500, hold_seconds=15, pubsub=frozenset({names.events_exchange})
+        stores.jobs,
+        stores.outbox,
+        publisher,
+        relay_after=60,
+        batch_size=500,
+        hold_seconds=15,
+        pubsub=frozenset({names.events_exchange}),
     )
     try:
         running = [
@@ -66,7 +72,7 @@ async def test_the_outbox_publishes_events_of_one_key_as_bundles(db: AsyncEngine
             event(999, "queued", request_id="req-b"), exchange=names.events_exchange, routing_key="job.bundles.queued"
         )
         async with db.begin() as conn:
-            staged = await outbox.add_many(conn, [*running, queued])
+            staged = await stores.outbox.stage(conn, [*running, queued])
         assert await box.publish(staged) == [True] * len(staged)
 
         async def three() -> bool:

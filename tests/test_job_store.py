@@ -13,32 +13,29 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.messages import loads
 from app.core.names import Names
-from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.services import firings
-from app.services.due_jobs import claim_due
-from app.services.outbox import Outbox
-from app.services.transitions import Change, compare_and_set, queue_confirmed
+from app.stores import steps
+from app.stores.jobs import JobStore
+from app.stores.jobs.moves import Change, compare_and_set
+from app.stores.jobs.portable import CLAIM_QUEUED, _claim_due
 from app.workers.job_batches import JobBatches
-from app.workers.job_store import (
-    CLAIM_QUEUED,
-    Claimed,
-    Defer,
-    Drop,
-    JobStore,
-    ToDeadLetters,
-    dead_lettered,
-    succeeded,
-)
-from app.workers.lock import Held, JobLocks
+from app.workers.jobs.outcomes import dead_lettered, succeeded
+from app.workers.lock import Held
+from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
 from tests.conftest import NS, REDIS_URL
-from tests.support import make_job, wait_for, waiting_on_a_row_lock
+from tests.support import claim_many as claim_batch
+from tests.support import job_batches, make_job, stores_for, wait_for, waiting_on_a_row_lock
 
 NOW = datetime.now(UTC)
 
 
 def store(engine: AsyncEngine) -> JobStore:
-    return JobStore(engine, Names(NS), lease_seconds=30)
+    return stores_for(engine, Names(NS)).jobs
+
+
+async def claim_many(engine: AsyncEngine, job_ids: list[str]) -> list[Verdict]:
+    return await claim_batch(engine, Names(NS), REDIS_URL, job_ids)
 
 
 async def add(engine: AsyncEngine, *jobs: dict[str, Any]) -> list[str]:
@@ -62,7 +59,7 @@ async def test_one_batch_claims_every_queued_job_and_stages_their_events(engine:
     ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(20)))
     async with engine.connect() as conn:
         outbox_before = (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one()
-    verdicts = await store(engine).claim_many(ids)
+    verdicts = await claim_many(engine, ids)
     assert all(isinstance(v, Claimed) for v in verdicts)
     claimed = [v.job for v in verdicts if isinstance(v, Claimed)]
     assert [j["id"] for j in claimed] == ids  # request order
@@ -73,7 +70,7 @@ async def test_one_batch_claims_every_queued_job_and_stages_their_events(engine:
     async with engine.connect() as conn:
         outbox_after = (await conn.execute(select(func.count()).select_from(OUTBOX))).scalar_one()
     assert outbox_after - outbox_before == 20  # one running event each, staged in the claim's transaction
-    again = await store(engine).claim_many(ids[:3])
+    again = await claim_many(engine, ids[:3])
     assert all(isinstance(v, Defer) and 29 < v.seconds <= 30 for v in again)  # leased now: rule 4
 
 
@@ -93,7 +90,7 @@ async def test_one_batch_judges_every_kind_of_job_as_rule_4_says(engine: AsyncEn
     await add(engine, *jobs.values())
     order = [*jobs, "missing"]
     ids = [jobs[name]["id"] if name in jobs else "no-such-job" for name in order]
-    verdicts = dict(zip(order, await store(engine).claim_many(ids), strict=True))
+    verdicts = dict(zip(order, await claim_many(engine, ids), strict=True))
     assert isinstance(verdicts["done"], Drop) and isinstance(verdicts["cancelled"], Drop)
     assert isinstance(verdicts["missing"], Drop)
     assert verdicts["dead"] == ToDeadLetters([])
@@ -112,14 +109,14 @@ async def test_one_batch_judges_every_kind_of_job_as_rule_4_says(engine: AsyncEn
 
 async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(engine: AsyncEngine) -> None:
     ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(3)))
-    claimed = [v.job for v in await store(engine).claim_many(ids) if isinstance(v, Claimed)]
+    claimed = [v.job for v in await claim_many(engine, ids) if isinstance(v, Claimed)]
     # Another worker took the third job over (its lease expired): runs moved on, our token is stale.
     taken_over = {**claimed[2], "runs": claimed[2]["runs"] + 1}
     async with engine.begin() as conn:
         await conn.execute(JOBS.update().where(JOBS.c.id == ids[2]).values(runs=taken_over["runs"]))
     error = {"type": "ValueError", "message": "no"}
     outcomes = [succeeded(claimed[0], {"ok": 1}), dead_lettered(claimed[1], error, "permanent_error")]
-    recorded = await store(engine).finish_many([*outcomes, succeeded(claimed[2], {"late": True})])
+    recorded = await store(engine).finish([*outcomes, succeeded(claimed[2], {"late": True})])
     assert [staged is not None for staged in recorded] == [True, True, False]
     first, second, third = [await row(engine, job_id) for job_id in ids]
     assert (first["status"], first["result"], first["seq"]) == ("succeeded", {"ok": 1}, 3)
@@ -131,8 +128,12 @@ async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(en
 async def test_a_batch_with_one_unstorable_result_fails_only_that_job(engine: AsyncEngine) -> None:
     redis = Redis.from_url(REDIS_URL)
     names = Names(NS)
-    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10, hold_seconds=15)  # type: ignore[arg-type]
-    batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
+    async with job_batches(engine, names, REDIS_URL) as batches:
+        await _one_unstorable_result(engine, redis, names, batches)
+
+
+async def _one_unstorable_result(engine: AsyncEngine, redis: Redis, names: Names, batches: JobBatches) -> None:
+    ids: list[str] = []
     try:
         ids = await add(engine, *(make_job(status="queued", seq=1) for _ in range(4)))
         claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
@@ -165,8 +166,6 @@ async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_q
     truth, rule 3); a job whose lease ran out is taken over only when no live worker holds its lock."""
     redis = Redis.from_url(REDIS_URL)
     names = Names(NS)
-    outbox = Outbox(engine, _NoBroker(), relay_after=60, batch_size=10, hold_seconds=15)  # type: ignore[arg-type]
-    batches = JobBatches(store(engine), JobLocks(redis, 30_000), names, outbox)
     expired = NOW - timedelta(seconds=5)
     ids = await add(
         engine,
@@ -178,7 +177,8 @@ async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_q
     try:
         await redis.set(names.job_lock_key(queued), "another-worker", px=20_000)
         await redis.set(names.job_lock_key(held), "another-worker", px=20_000)
-        claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
+        async with job_batches(engine, names, REDIS_URL) as batches:
+            claims = await asyncio.gather(*(batches.claim(job_id) for job_id in ids))
 
         (on_queued, queued_lock), (on_held, _), (on_free, free_lock) = claims
         assert isinstance(on_queued, Claimed) and queued_lock.held is Held.THEIRS
@@ -192,13 +192,6 @@ async def test_a_lock_another_worker_holds_defers_a_job_to_take_over_but_not_a_q
         await redis.aclose()
 
 
-class _NoBroker:
-    """Stands in for the broker where a test needs no message to leave: every publish fails as if it were down."""
-
-    async def publish_many(self, messages: list[Any]) -> list[Exception]:
-        return [RuntimeError("no broker in this test") for _ in messages]
-
-
 def _mssql(statement: Any) -> str:
     return str(statement.compile(dialect=mssql.dialect(), compile_kwargs={"render_postcompile": True}))
 
@@ -209,12 +202,12 @@ def test_the_batch_statements_render_for_mssql_with_output_instead_of_returning(
     assert "jobs.id IN (__[POSTCOMPILE_ids])" in claim and "coalesce(jobs.started_at" in claim.lower()
     jobs = [make_job(status="running", seq=s, runs=1) for s in (2, 5)]
     values = [{"result": {"n": i}} for i in range(2)]
-    cas = _mssql(compare_and_set(JobStatus.SUCCEEDED, [Change(j, v) for j, v in zip(jobs, values, strict=True)], NOW))
+    cas = _mssql(compare_and_set(steps.SUCCEED, [Change(j, v) for j, v in zip(jobs, values, strict=True)], NOW))
     assert "OUTPUT inserted.id" in cas and "RETURNING" not in cas
     assert cas.count("CASE jobs.id") == 2  # the per-row result and the per-row seq guard
     assert "SKIP LOCKED" not in cas.upper()
     # The scheduler's claim of due jobs: MSSQL's equivalent of SKIP LOCKED is a table hint on the inner SELECT.
-    due = _mssql(claim_due(NOW, 200))
+    due = _mssql(_claim_due(NOW, 200))
     assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in due and "SELECT TOP 200 jobs.id" in due
     assert "OUTPUT inserted." in due and "FOR UPDATE" not in due.upper() and "RETURNING" not in due
     schedules = _mssql(firings.claim_due(NOW, 200))
@@ -235,7 +228,7 @@ async def test_a_claim_of_a_pending_job_stamps_its_queued_step_no_later_than_its
     engine: AsyncEngine,
 ) -> None:
     (job_id,) = await add(engine, make_job(status="pending"))
-    (verdict,) = await store(engine).claim_many([job_id])
+    (verdict,) = await claim_many(engine, [job_id])
     assert isinstance(verdict, Claimed)
     times = await _times(engine, job_id)
     assert [event for event, _ in times] == ["queued", "running"]
@@ -252,12 +245,12 @@ async def test_a_claim_that_waited_for_a_later_stamped_confirmation_never_goes_b
     (job_id,) = await add(db, make_job(status="pending"))
     async with db.begin() as confirming:
         await confirming.execute(select(JOBS.c.id).where(JOBS.c.id == job_id).with_for_update())
-        claim = asyncio.create_task(jobs.claim_many([job_id]))
+        claim = asyncio.create_task(claim_many(db, [job_id]))
         await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
-        queued_events = await queue_confirmed(confirming, Names(NS), [job_id], [])
+        queued_events = await jobs.queue_published(confirming, [job_id], [])
     (verdict,) = await asyncio.wait_for(claim, timeout=10)
     assert isinstance(verdict, Claimed) and verdict.job["seq"] == 2
-    (finished,) = await jobs.finish_many([succeeded(verdict.job, {"ok": True})])
+    (finished,) = await jobs.finish([succeeded(verdict.job, {"ok": True})])
     assert finished is not None
 
     times = await _times(db, job_id)

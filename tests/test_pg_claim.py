@@ -1,6 +1,6 @@
-"""The job path's one-statement batches on PostgreSQL (app/models/pg_batch.py): the claim builds each job's audit
-row and event in SQL, so they must be the same as the ones `transitions.record` builds in Python; the finish
-writes an outcome's rows only where its run's fencing token held."""
+"""The job path's one-statement batches on PostgreSQL (app/stores/jobs/postgres.py): the claim builds each job's
+audit row and event in SQL, so they must be the same as the ones the portable store's `record` builds in Python;
+the finish writes an outcome's rows only where its run's fencing token held."""
 
 import asyncio
 from datetime import UTC, datetime, timedelta
@@ -12,11 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.messages import job_event, loads
 from app.core.names import Names
-from app.models import pg_batch
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.workers.job_store import Claimed, JobStore, succeeded
-from tests.conftest import NS
-from tests.support import make_job, wait_for, waiting_on_a_row_lock
+from app.stores.jobs import postgres as pg_jobs
+from app.stores.postgres import PgConnections
+from app.workers.jobs.outcomes import succeeded
+from app.workers.verdicts import Claimed
+from tests.conftest import NS, REDIS_URL
+from tests.support import claim_many, make_job, stores_for, wait_for, waiting_on_a_row_lock
 
 NAMES = Names(NS)
 
@@ -33,7 +35,7 @@ async def rows_of(engine: AsyncEngine, table: Any, column: Any, ids: list[str]) 
         return [dict(row._mapping) for row in result]
 
 
-def assert_as_python(moved: list[pg_batch.Recorded], step: tuple[str, str], now: datetime) -> None:
+def assert_as_python(moved: list[pg_jobs.Recorded], step: tuple[str, str], now: datetime) -> None:
     """Each moved row made the step at `now`, and its staged event is what `job_event` builds in Python."""
     for one in moved:
         assert (one.source, one.row["status"], one.row["updated_at"]) == (*step, now)
@@ -59,8 +61,8 @@ async def test_the_claim_statement_stages_the_events_and_audit_rows_python_build
 ) -> None:
     ids = await add(db, *(make_job(**{"status": "queued", "seq": 1, **extra}) for extra in TRICKY))
     now = datetime(2026, 12, 2, 5, 6, 7, microsecond, tzinfo=UTC)
-    async with pg_batch.autocommit(db) as conn:
-        moved = await pg_batch.claim_recorded(conn, ids, now, now + timedelta(seconds=30), NAMES.events_exchange)
+    async with PgConnections(db, keep=False).autocommit() as conn:
+        moved = await pg_jobs.claim_recorded(conn, ids, now, now + timedelta(seconds=30), NAMES.events_exchange)
 
     assert sorted(one.row["id"] for one in moved) == sorted(ids)
     assert_as_python(moved, ("queued", "running"), now)
@@ -83,8 +85,8 @@ async def test_the_claim_statement_queues_and_claims_a_pending_job_with_both_ste
         make_job(status="queued", attempts=4, max_retries=3, seq=5),
     )
     now = datetime.now(UTC)
-    async with pg_batch.autocommit(db) as conn:
-        moved = await pg_batch.claim_recorded(conn, [pending, spent], now, now, NAMES.events_exchange)
+    async with PgConnections(db, keep=False).autocommit() as conn:
+        moved = await pg_jobs.claim_recorded(conn, [pending, spent], now, now, NAMES.events_exchange)
     steps = [(one.row["id"], one.source, one.row["status"], one.row["seq"], one.row["attempts"]) for one in moved]
     assert steps == [(pending, "pending", "queued", 1, 0), (pending, "queued", "running", 2, 1)]
     queued_step, running_step = moved
@@ -104,9 +106,8 @@ async def test_the_claim_statement_queues_and_claims_a_pending_job_with_both_ste
 
 
 async def test_a_batch_with_a_pending_job_claims_it_after_queueing_it_with_both_events(db: AsyncEngine) -> None:
-    store = JobStore(db, NAMES, lease_seconds=30)
     pending, queued = await add(db, make_job(status="pending"), make_job(status="queued", seq=1))
-    verdicts = await store.claim_many([pending, queued])
+    verdicts = await claim_many(db, NAMES, REDIS_URL, [pending, queued])
     assert all(isinstance(v, Claimed) for v in verdicts)
     first = verdicts[0]
     assert isinstance(first, Claimed)
@@ -125,10 +126,10 @@ async def test_a_claim_that_waited_for_the_confirmation_of_the_same_job_claims_i
     (job_id,) = await add(db, make_job(status="pending"))
     now = datetime.now(UTC)
     async with db.begin() as confirming:  # the confirmation holds the row until it commits
-        (queued,) = await pg_batch.queue_recorded(confirming, [job_id], now, NAMES.events_exchange, [])
-        async with pg_batch.autocommit(db) as conn:
+        (queued,) = await pg_jobs.queue_recorded(confirming, [job_id], now, NAMES.events_exchange, [])
+        async with PgConnections(db, keep=False).autocommit() as conn:
             claim = asyncio.create_task(
-                pg_batch.claim_recorded(conn, [job_id], now, now + timedelta(seconds=30), NAMES.events_exchange)
+                pg_jobs.claim_recorded(conn, [job_id], now, now + timedelta(seconds=30), NAMES.events_exchange)
             )
             await wait_for(lambda: waiting_on_a_row_lock(db), within=10)
             await confirming.commit()
@@ -145,14 +146,14 @@ async def test_a_claim_that_waited_for_the_confirmation_of_the_same_job_claims_i
 async def test_a_finish_batch_holding_a_stale_run_of_the_same_job_records_only_the_current_one(
     db: AsyncEngine,
 ) -> None:
-    store = JobStore(db, NAMES, lease_seconds=30)
+    store = stores_for(db, NAMES).jobs
     (job_id,) = await add(db, make_job(status="queued", seq=1))
-    (first,) = await store.claim_many([job_id])
+    (first,) = await claim_many(db, NAMES, REDIS_URL, [job_id])
     assert isinstance(first, Claimed)
     async with db.begin() as conn:  # the lease ran out and another worker took the job over: runs 2
         await conn.execute(JOBS.update().where(JOBS.c.id == job_id).values(runs=2, seq=3))
     current = {**first.job, "runs": 2, "seq": 3}
-    recorded = await store.finish_many([succeeded(first.job, {"from": "stale"}), succeeded(current, {"ok": 1})])
+    recorded = await store.finish([succeeded(first.job, {"from": "stale"}), succeeded(current, {"ok": 1})])
 
     assert recorded[0] is None and recorded[1] is not None
     assert loads(recorded[1].message.body)["data"]["job"]["result"] == {"ok": 1}
@@ -191,8 +192,8 @@ async def test_the_confirmation_statement_queues_pending_jobs_with_python_built_
             ).scalars()
         ]
     now = datetime(2026, 12, 2, 5, 6, 7, 890, tzinfo=UTC)
-    async with pg_batch.autocommit(db) as conn:
-        moved = await pg_batch.queue_recorded(conn, [*ids, *running], now, NAMES.events_exchange, confirmed)
+    async with PgConnections(db, keep=False).autocommit() as conn:
+        moved = await pg_jobs.queue_recorded(conn, [*ids, *running], now, NAMES.events_exchange, confirmed)
 
     assert sorted(one.row["id"] for one in moved) == sorted(ids)
     assert_as_python(moved, ("pending", "queued"), now)

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.models import pg_batch
 from app.models.tables import JOBS
+from app.stores.jobs import postgres_sql
 from tests.support import make_job
 
 MOVED_ON = 3000  # jobs queued since they were pending: dead entries of the status index's 'pending'
@@ -48,7 +48,7 @@ async def jobs_among_moved_ones(db: AsyncEngine, status: str, moved_to: str) -> 
 
 async def test_the_confirmations_queue_step_reads_jobs_by_primary_key(db: AsyncEngine) -> None:
     ids = await jobs_among_moved_ones(db, "pending", "queued")
-    read = await plan_of(db, pg_batch.QUEUE_RECORDED, ids, datetime.now(UTC), "events", [1, 2])
+    read = await plan_of(db, postgres_sql.QUEUE_RECORDED, ids, datetime.now(UTC), "events", [1, 2])
     assert "pk_jobs" in read
     assert "ix_jobs_status_next" not in read
 
@@ -56,7 +56,7 @@ async def test_the_confirmations_queue_step_reads_jobs_by_primary_key(db: AsyncE
 async def test_the_claim_reads_jobs_by_primary_key(db: AsyncEngine) -> None:
     ids = await jobs_among_moved_ones(db, "pending", "queued")
     now = datetime.now(UTC)
-    read = await plan_of(db, pg_batch.CLAIM_RECORDED, ids, now + timedelta(seconds=30), now, "events")
+    read = await plan_of(db, postgres_sql.CLAIM_RECORDED, ids, now + timedelta(seconds=30), now, "events")
     assert "pk_jobs" in read
     assert "ix_jobs_status_next" not in read
 
@@ -67,6 +67,6 @@ async def test_the_finish_reads_jobs_by_primary_key(db: AsyncEngine) -> None:
     outcomes = [ids, [2] * n, [1] * n, ["succeeded"] * n, ["{}"] * n, [None] * n, [None] * n, [now] * n, [None] * n]
     trail = [["succeeded"] * n, ['{"from": "running", "to": "succeeded", "attempt": 1}'] * n]
     events = [["events"] * n, ["job.echo.succeeded"] * n, [b"{}"] * n, ["{}"] * n, [None] * n, ids]
-    read = await plan_of(db, pg_batch.FINISH_RECORDED, now, *outcomes, *trail, *events)
+    read = await plan_of(db, postgres_sql.FINISH_RECORDED, now, *outcomes, *trail, *events)
     assert "pk_jobs" in read
     assert "ix_jobs_status_next" not in read

@@ -26,8 +26,8 @@ from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS,
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
-from app.services.outbox import Pending
 from app.services.relay import make_outbox
+from app.stores.outbox import Pending
 from app.workers.delivery_batches import DeliveryBatches, Event
 from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from app.workers.job_worker import JobWorker

@@ -19,10 +19,10 @@ from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.models.tables import ATTEMPTS, CLIENT_SECRETS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.services.deliveries import CALLBACK, ROWS_PER_INSERT, parse_event, reset_for_redelivery
-from app.services.outbox import Pending
+from app.stores.outbox import Pending
 from app.workers.delivery_batches import DeliveryBatches
-from app.workers.job_store import Defer, Drop
 from app.workers.retry_policy import DeadLetter, Retry
+from app.workers.verdicts import Defer, Drop
 from app.workers.webhook_store import (
     CLAIM,
     Attempt,

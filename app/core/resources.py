@@ -14,7 +14,7 @@ from app.core.recent_logs import RecentLogs
 from app.core.redaction import Redactor
 from app.core.redis_batch import RedisBatch
 from app.core.topology import Topology, build_topology
-from app.models import pg_batch
+from app.stores import Stores, open_stores
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Resources:
     broker: Broker
     logs: RecentLogs
     redis_batch: RedisBatch  # the hot paths' commands, many callers' in one pipeline
+    stores: Stores  # the database's, chosen for it once here
 
     @property
     def names(self) -> Names:
@@ -36,19 +37,19 @@ class Resources:
         """Create the clients; the broker connects in the background if it is not up yet."""
         topology = build_topology(settings)
         engine = make_engine(settings.database_url, settings.db_pool_size)
-        pg_batch.keep_spares(engine)
         redis = Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
         broker = Broker(settings.rabbitmq_url, topology, settings.publish_timeout_seconds, name=f"{role}-publisher")
         await broker.start(wait=broker_wait)
         keys = (topology.names.recent_logs_key, topology.names.recent_info_logs_key)
         logs = RecentLogs(redis, keys, Redactor.for_settings(settings), settings.log_level)
         logs.start()
-        return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis))
+        stores = open_stores(engine, topology.names, settings.lock_ttl_seconds)
+        return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis), stores)
 
     async def close(self) -> None:
         await self.broker.close()
         await self.logs.stop()
         await self.redis_batch.close()
         await self.redis.aclose()
-        await pg_batch.release_spares(self.engine)
+        await self.stores.close()
         await self.engine.dispose()

@@ -18,7 +18,7 @@ from app.core.redis_batch import RedisBatch
 from app.models.tables import API_KEYS
 from app.models.types import utcnow
 from app.services.tenancy import Principal
-from app.services.transitions import Row
+from app.stores.jobs.moves import Row
 
 KEYS = API_KEYS
 KEY_PREFIX = "tq_"

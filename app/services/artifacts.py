@@ -15,7 +15,7 @@ from app.core.resources import Resources
 from app.models.tables import ARTIFACTS
 from app.models.types import utcnow
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row
+from app.stores.jobs.moves import Row
 
 
 def artifact_url(job_id: str) -> str:

@@ -16,10 +16,11 @@ from app.models import pg_batch
 from app.models.rows import DeliveryRow
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOBS
 from app.models.types import utcnow
-from app.services import outbox
-from app.services.outbox import Outbox, Pending
+from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row
+from app.stores.jobs.moves import Row
+from app.stores.outbox import Pending, rows_of
+from app.stores.outbox.portable import PortableOutbox
 
 CALLBACK = "callback"
 
@@ -67,14 +68,14 @@ async def stage(conn: AsyncConnection, names: Names, fanned: list[Fanned]) -> li
     ]
     staged: list[list[Pending]] = [[] for _ in fanned]
     if on_postgres:
-        ids = await pg_batch.stage_deliveries(conn, rows, outbox.rows_of(messages, now))
+        ids = await pg_batch.stage_deliveries(conn, rows, rows_of(messages, now))
         for owner, message in zip(owners, messages, strict=True):
             if message.message_id in ids:  # not fanned out before
                 staged[owner].append(Pending(ids[message.message_id], message))
         return staged
     for start in range(0, len(rows), ROWS_PER_INSERT):
         await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
-    for owner, pending in zip(owners, await outbox.add_many(conn, messages), strict=True):
+    for owner, pending in zip(owners, await PortableOutbox(conn.engine).stage(conn, messages), strict=True):
         staged[owner].append(pending)
     return staged
 
@@ -217,7 +218,7 @@ class DeliveryService:
                 await conn.execute(reset_for_redelivery(row.id))
                 endpoint = endpoint_key(row.endpoint_id, row.url)
                 message = delivery_outgoing(self.names, row.id, row.request_id, endpoint, operator=True)
-                staged.append(await outbox.add(conn, message))
+                staged += await PortableOutbox(conn.engine).stage(conn, [message])
         await self.outbox.publish(staged)
         return [row.id for row in rows]
 

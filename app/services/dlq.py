@@ -9,23 +9,23 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core import metrics
 from app.core.failpoints import Failpoint, Failpoints
-from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus, TrailEvent, sources_of
+from app.core.statuses import JobStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
-from app.models.types import utcnow
 from app.services import job_log
-from app.services import outbox as outbox_rows
-from app.services.outbox import Outbox, Pending
+from app.services.outbox import Outbox
 from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row, audit, move
+from app.stores import steps
+from app.stores.jobs import JobStore
+from app.stores.jobs.moves import Row
+from app.stores.outbox import Pending
 
 S = JobStatus
 # Whatever the transition table lets a job be cancelled from (pending, queued, retrying; any status added there
 # with a way to `cancelled`, such as `scheduled`, joins by itself).
-CANCELLABLE = tuple(sources_of(S.CANCELLED))
+CANCELLABLE = steps.CANCEL.sources
 # A cancel whose compare-and-set loses to a change that leaves the job cancellable reads it again and retries;
 # the last try locks the row before reading it, so on PostgreSQL (and on SQLite, whose write transactions are
 # serial) no stream of such changes can keep a cancellable job from being cancelled.
@@ -50,6 +50,7 @@ NUL = "\x00"
 @dataclass(frozen=True)
 class DlqService:
     engine: AsyncEngine
+    jobs: JobStore
     outbox: Outbox
     names: Names
     failpoints: Failpoints = field(default_factory=Failpoints)
@@ -119,21 +120,16 @@ class DlqService:
 
     async def _replay_one(self, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message, in one tx."""
-        values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
-        trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
         try:
-            async with self.engine.begin() as conn:
-                await audit(conn, job["id"], TrailEvent.REPLAYED, trail, utcnow())
-                moved = await move(conn, self.names, job, S.QUEUED, values=values)
-                if moved is None:
+            async with self.jobs.transaction() as conn:
+                replayed = await self.jobs.replay(conn, job)
+                if replayed is None:
                     raise _Lost
-                queued, event = moved
-                staged = await outbox_rows.add(conn, job_outgoing(self.names, JobMessage.from_row(queued)))
         except _Lost:
             return None  # someone else replayed or changed it first; the transaction rolled back
         except IntegrityError:
             return None  # retention deleted it first: its audit row has no job to belong to
-        return queued, [staged, event]
+        return replayed
 
     async def cancel(self, principal: Principal, job_id: str) -> JobRow | None:
         """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
@@ -150,9 +146,7 @@ class DlqService:
                     return None
                 if job["status"] not in CANCELLABLE:
                     raise NotCancellable(job["status"])
-                moved = await move(
-                    conn, self.names, job, S.CANCELLED, values={"finished_at": utcnow(), "lease_until": None}
-                )
+                moved = await self.jobs.cancel(conn, job)
             if moved is not None:
                 metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
                 job_log.finished(moved[0], S.CANCELLED, moved[0]["finished_at"])

@@ -1,7 +1,7 @@
 """Job events read back from the audit trail, for a stream that reconnects with `Last-Event-ID`.
 
 An event's id is `evt_<job id>_<seq>` (messages.event_id) and every status change writes one audit row named after
-its new status (transitions.record), so a job's n-th status row is its event of seq n; seq 0 is its `created` row.
+its new status (the stores' `record`), so a job's n-th status row is its event of seq n; seq 0 is its `created` row.
 """
 
 import re

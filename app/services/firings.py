@@ -25,6 +25,7 @@ from app.services.firing_limits import FiringLimits
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, opened_job
 from app.services.submit import Draft, insert_drafts, new_drafts
+from app.stores.jobs import JobStore
 
 Row = dict[str, Any]
 
@@ -93,7 +94,13 @@ def advance(firings: list[Firing], now: datetime) -> Update:
 
 
 async def fire_due(
-    engine: AsyncEngine, names: Names, outbox: Outbox, limit: int, limits: FiringLimits, box: SecretBox = NO_KEY
+    engine: AsyncEngine,
+    jobs: JobStore,
+    names: Names,
+    outbox: Outbox,
+    limit: int,
+    limits: FiringLimits,
+    box: SecretBox = NO_KEY,
 ) -> int:
     """Fire up to `limit` due schedules, each once, as their clients' rate limits allow; publish their jobs after
     the commit. Returns how many schedules it took (fired, or found fired already)."""
@@ -112,7 +119,7 @@ async def fire_due(
         taken = set((await conn.execute(advance(firings, now))).scalars())
         mine = [f for f in firings if f.schedule["id"] in taken]
         keys = {firing_key(f.schedule["id"], f.fire_at) for f in mine}
-        staged = await insert_drafts(conn, [d for d in drafts if d.key in keys]) if mine else []
+        staged = await insert_drafts(jobs, conn, [d for d in drafts if d.key in keys]) if mine else []
     for firing in mine:  # fired when committed: the lag is counted then, not after the publish
         metrics.scheduler_lag(metrics.RECURRING).observe(max(0.0, (now - firing.fire_at).total_seconds()))
     await outbox.publish(staged)

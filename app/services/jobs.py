@@ -21,7 +21,8 @@ from app.services.pagination import newest_first
 from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row
+from app.stores.jobs import JobStore
+from app.stores.jobs.moves import Row
 
 __all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 
@@ -34,6 +35,7 @@ class JobService:
     """What the jobs API needs, created once at start-up."""
 
     engine: AsyncEngine
+    store: JobStore
     outbox: Outbox
     names: Names
     idempotency: IdempotencyCache | None = None
@@ -41,7 +43,7 @@ class JobService:
     box: SecretBox = NO_KEY  # seals the credentials a payload holds
 
     def __post_init__(self) -> None:
-        self.submitter = Submitter(self.engine, self.outbox, self.failpoints)
+        self.submitter = Submitter(self.store, self.outbox, self.failpoints)
 
     async def submit(
         self, principal: Principal, request: JobOptions, request_id: str | None, reply_id: str | None = None

@@ -1,107 +1,19 @@
 """The outbox (rule 2): messages committed with their DB change, published right after, relayed if not."""
 
 import asyncio
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Coroutine
+from datetime import timedelta
 from typing import Any
 
 from loguru import logger
-from sqlalchemy import delete, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
 from app.core.messages import BUNDLE_MAX, bundle
-from app.models import pg_batch
-from app.models.tables import OUTBOX
 from app.models.types import utcnow
-
-ROWS_PER_STATEMENT = 500  # keeps every IN list within MSSQL's 2,100 parameters
-INSERT_ROW = insert(OUTBOX)
-INSERT_MANY = insert(OUTBOX).returning(OUTBOX.c.id, sort_by_parameter_order=True)
-
-# Moves the jobs whose messages were confirmed pending -> queued and deletes the confirmed rows (the second
-# list), in the caller's transaction; returns the events it staged.
-AfterJobPublish = Callable[[AsyncConnection, list[str], list[int]], Awaitable[list["Pending"]]]
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A committed outbox row and the message it holds."""
-
-    id: int
-    message: Outgoing
-    job_id: str | None = None
-
-
-async def add(conn: AsyncConnection, message: Outgoing, job_id: str | None = None) -> Pending:
-    """Stage a message in the caller's transaction; it is published after the commit."""
-    result = await conn.execute(INSERT_ROW, rows_of([message], utcnow(), [job_id])[0])
-    key = result.inserted_primary_key
-    assert key is not None
-    return Pending(int(key[0]), message, job_id)
-
-
-async def add_many(
-    conn: AsyncConnection, messages: list[Outgoing], job_ids: list[str | None] | None = None
-) -> list[Pending]:
-    """Stage several messages with one statement; `job_ids` marks job messages (their publish queues the job)."""
-    if not messages:
-        return []
-    owners: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(messages)
-    rows = rows_of(messages, utcnow(), owners)
-    if pg_batch.applies(conn):
-        ids: Iterable[int] = await pg_batch.insert_outbox(conn, rows)
-    else:
-        ids = (await conn.execute(INSERT_MANY, rows)).scalars()
-    return [Pending(int(i), m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
-
-
-def rows_of(messages: list[Outgoing], now: datetime, job_ids: list[str | None] | None = None) -> list[dict[str, Any]]:
-    """The outbox rows that hold `messages` (`job_ids` marks job messages; none are by default), staged at `now`."""
-    return [
-        {
-            "exchange": m.exchange,
-            "routing_key": m.routing_key,
-            "body": m.body,
-            "headers": m.headers,
-            "priority": m.priority,
-            "message_id": m.message_id,
-            "job_id": job_id,
-            "created_at": now,
-        }
-        for m, job_id in zip(messages, job_ids or [None] * len(messages), strict=True)
-    ]
-
-
-async def drop(conn: AsyncConnection, ids: list[int]) -> None:
-    """Delete published rows, in the caller's transaction."""
-    if pg_batch.applies(conn):
-        await pg_batch.drop_outbox(conn, ids)
-    else:
-        await conn.execute(delete(OUTBOX).where(OUTBOX.c.id.in_(ids)))
-
-
-def staged_event(exchange: str, event: tuple[int, str, bytes, dict[str, Any], str]) -> Pending:
-    """An event a statement staged in SQL: (outbox id, routing key, body, headers, message id)."""
-    outbox_id, key, body, headers, message_id = event
-    return Pending(outbox_id, Outgoing(exchange, key, body, headers, message_id=message_id, mandatory=False))
-
-
-def _from_row(row: Any, pubsub: frozenset[str]) -> Pending:
-    message = Outgoing(
-        row.exchange,
-        row.routing_key,
-        row.body,
-        dict(row.headers or {}),
-        row.priority,
-        message_id=row.message_id,
-        mandatory=row.exchange not in pubsub,
-    )
-    return Pending(row.id, message, row.job_id)
+from app.stores.jobs import JobStore
+from app.stores.outbox import ROWS_PER_STATEMENT, OutboxStore, Pending, from_row
 
 
 class Outbox:
@@ -111,7 +23,8 @@ class Outbox:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        jobs: JobStore,
+        rows: OutboxStore,
         broker: Broker,
         relay_after: float,
         batch_size: int,
@@ -120,8 +33,10 @@ class Outbox:
     ) -> None:
         """`pubsub` names the exchanges whose messages go without `mandatory` (events, rule 1). A relay pass
         holds the rows it took for `hold_seconds`: another relay leaves them alone that long, and takes them
-        after it, so rows held by a relay that died mid-pass wait no longer than that."""
-        self._engine = engine
+        after it, so rows held by a relay that died mid-pass wait no longer than that. A job message's confirmed
+        row goes with its job's pending -> queued step (`jobs.queue_published`)."""
+        self._jobs = jobs
+        self._rows = rows
         self._pubsub = pubsub
         self._broker = broker
         self._relay_after = relay_after
@@ -130,7 +45,6 @@ class Outbox:
         self._sent: list[Pending] = []  # confirmed event rows, forgotten in bulk by the relay loop
         self._tasks: set[asyncio.Task[Any]] = set()
         self._forgetting = GroupCommit("outbox-sent", self._forget_batches, systemic=is_unreachable)
-        self.after_job_publish: AfterJobPublish | None = None
 
     def publish_soon(self, staged: list[Pending]) -> None:
         """Publish in the background, so a caller's answer does not wait on the confirm."""
@@ -190,14 +104,14 @@ class Outbox:
         """Delete confirmed rows and move their jobs pending -> queued; publish what follows. On PostgreSQL each
         chunk is one statement, a transaction by itself; elsewhere all of them share one transaction."""
         follow: list[Pending] = []
-        async with pg_batch.one_transaction(self._engine) as conn:
+        async with self._jobs.one_transaction() as conn:
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 chunk = rows[start : start + ROWS_PER_STATEMENT]
                 job_ids = [row.job_id for row in chunk if row.job_id is not None]
-                if job_ids and self.after_job_publish is not None:
-                    follow += await self.after_job_publish(conn, job_ids, [row.id for row in chunk])
+                if job_ids:
+                    follow += await self._jobs.queue_published(conn, job_ids, [row.id for row in chunk])
                 else:
-                    await drop(conn, [row.id for row in chunk])
+                    await self._rows.drop(conn, [row.id for row in chunk])
         self.publish_soon(follow)
 
     async def flush(self) -> None:
@@ -226,27 +140,9 @@ class Outbox:
 
     async def _claim(self) -> list[Pending]:
         now = utcnow()
-        token = str(uuid.uuid4())
-        candidates = (
-            select(OUTBOX.c.id)
-            .where(OUTBOX.c.created_at < now - timedelta(seconds=self._relay_after))
-            .where(or_(OUTBOX.c.locked_until.is_(None), OUTBOX.c.locked_until < now))
-            .order_by(OUTBOX.c.id)
-            .limit(self._batch_size)
-        )
-        async with self._engine.begin() as conn:
-            ids = list((await conn.execute(candidates)).scalars())
-            if not ids:
-                return []
-            lock_until = now + timedelta(seconds=self._hold_seconds)
-            await conn.execute(
-                update(OUTBOX)
-                .where(OUTBOX.c.id.in_(ids))
-                .where(or_(OUTBOX.c.locked_until.is_(None), OUTBOX.c.locked_until < now))
-                .values(locked_by=token, locked_until=lock_until)
-            )
-            rows = await conn.execute(select(OUTBOX).where(OUTBOX.c.locked_by == token).order_by(OUTBOX.c.id))
-            return [_from_row(row, self._pubsub) for row in rows]
+        older_than = now - timedelta(seconds=self._relay_after)
+        held = await self._rows.take_stale(older_than, now + timedelta(seconds=self._hold_seconds), self._batch_size)
+        return [from_row(row, self._pubsub) for row in held]
 
     async def relay_cycle(self) -> None:
         """One cycle of the relay (a background worker): forget what was confirmed, relay what was missed."""

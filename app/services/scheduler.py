@@ -4,9 +4,10 @@ due, then fire the recurring schedules that are due. Any number of processes may
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from app.core import metrics
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
-from app.services.due_jobs import queue_due
+from app.models.types import utcnow
 from app.services.firing_limits import FiringLimits
 from app.services.firings import fire_due
 from app.services.outbox import Outbox
@@ -37,8 +38,23 @@ class Scheduler:
         engine, names = self.resources.engine, self.resources.names
         size = self.resources.settings.scheduler_batch_size
         for _ in range(MAX_BATCHES_PER_CYCLE):
-            if len(await queue_due(engine, names, self.outbox, size)) < size:
+            if await self.queue_due(size) < size:
                 break
         for _ in range(MAX_BATCHES_PER_CYCLE):
-            if await fire_due(engine, names, self.outbox, size, self.limits, self.box) < size:
+            if (
+                await fire_due(engine, self.resources.stores.jobs, names, self.outbox, size, self.limits, self.box)
+                < size
+            ):
                 break
+
+    async def queue_due(self, limit: int) -> int:
+        """Queue up to `limit` scheduled jobs whose time has come (scheduled -> queued, their audit rows, events
+        and lane messages in one transaction), then publish; what the broker does not confirm, the relay sends.
+        Returns how many were queued."""
+        now = utcnow()
+        jobs, staged = await self.resources.stores.jobs.queue_due(now, limit)
+        for job in jobs:  # queued when committed: the lag is counted then, not after the publish
+            due = job["run_at"] or now
+            metrics.scheduler_lag(metrics.DELAYED).observe(max(0.0, (now - due).total_seconds()))
+        await self.outbox.publish(staged)
+        return len(jobs)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from loguru import logger
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core import metrics
 from app.core.broker import Outgoing
@@ -27,15 +27,14 @@ from app.core.messages import JobMessage, job_event, job_outgoing
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import JobStatus, TrailEvent
-from app.models import pg_batch
 from app.models.rows import JobRow, job_with
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
-from app.services import outbox as outbox_rows
-from app.services.outbox import Outbox, Pending
+from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, sealed
-from app.services.transitions import audit_many
+from app.stores.jobs import JobStore, NewJobs
+from app.stores.outbox import Pending
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
 # driver's parameter limit) rather than one statement per row, on every dialect.
@@ -141,7 +140,7 @@ def new_job_row(
     }
 
 
-async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Pending]:
+async def insert_drafts(store: JobStore, conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Pending]:
     """Jobs, their `created` audit rows and their outbox rows: one statement on PostgreSQL, one statement each
     elsewhere, in the caller's transaction (or, on PostgreSQL, alone as a transaction of its own)."""
     trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
@@ -157,14 +156,7 @@ async def insert_drafts(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[
     ]
     # A job message's row queues its job once published; a scheduled job's row is an event, like any other.
     owners = [None if d.scheduled else d.job["id"] for d in drafts]
-    messages = [d.message for d in drafts]
-    if pg_batch.applies(conn):
-        rows = outbox_rows.rows_of(messages, utcnow(), owners)
-        ids = await pg_batch.save_jobs(conn, [d.job for d in drafts], events, rows)
-        return [Pending(i, m, j) for i, m, j in zip(ids, messages, owners, strict=True)]
-    await conn.execute(INSERT_JOBS, [d.job for d in drafts])
-    await audit_many(conn, events)
-    return await outbox_rows.add_many(conn, messages, owners)
+    return await store.save(conn, NewJobs([d.job for d in drafts], events, [d.message for d in drafts], owners))
 
 
 @dataclass(frozen=True)
@@ -215,8 +207,8 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
 class Submitter:
     """Saves requests' jobs, then publishes them: singles through one group commit, batches on their own."""
 
-    def __init__(self, engine: AsyncEngine, outbox: Outbox, failpoints: Failpoints | None = None) -> None:
-        self._engine = engine
+    def __init__(self, store: JobStore, outbox: Outbox, failpoints: Failpoints | None = None) -> None:
+        self._store = store
         self._outbox = outbox
         self._failpoints = failpoints or Failpoints()
         self._publishing: set[asyncio.Task[Published]] = set()
@@ -236,8 +228,8 @@ class Submitter:
         fresh = [draft for one in filed for draft in one.inserted]
         if not fresh:
             return filed
-        async with pg_batch.one_transaction(self._engine) as conn:  # on PostgreSQL the save is one statement
-            staged = await insert_drafts(conn, fresh)
+        async with self._store.one_transaction() as conn:  # on PostgreSQL the save is one statement
+            staged = await insert_drafts(self._store, conn, fresh)
         self._failpoints.hit(Failpoint.AFTER_SUBMIT_COMMIT)
         metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
         task = asyncio.create_task(self._publish(list(zip(fresh, staged, strict=True))), name="submit-publish")

@@ -20,7 +20,7 @@ from app.services import deliveries
 from app.services.deliveries import DeliveryService
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
-from app.services.transitions import Row
+from app.stores.jobs.moves import Row
 
 ROTATION_OVERLAP = timedelta(hours=24)
 

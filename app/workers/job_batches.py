@@ -9,9 +9,12 @@ from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.names import Names
-from app.services.outbox import Outbox, Pending
-from app.workers.job_store import Claimed, Defer, JobStore, Outcome, ToDeadLetters, Verdict
+from app.services.outbox import Outbox
+from app.stores.jobs import JobStore, Outcome
+from app.stores.outbox import Pending
+from app.workers.jobs.claims import claim_queued, claim_rest
 from app.workers.lock import Held, JobLocks, Lock
+from app.workers.verdicts import Claimed, Defer, ToDeadLetters, Verdict
 
 ClaimOutcome = tuple[Verdict, Lock]
 
@@ -27,7 +30,7 @@ class JobBatches:
 
     def __post_init__(self) -> None:
         self._releasing: set[asyncio.Task[None]] = set()
-        self.claims = GroupCommit("job-claims", self._claim, self.max_batch, is_unreachable)
+        self.claims = GroupCommit("job-claims", self.claim_batch, self.max_batch, is_unreachable)
         self.finishes = GroupCommit("job-finishes", self._finish, self.max_batch, is_unreachable)
 
     async def claim(self, job_id: str) -> ClaimOutcome:
@@ -38,12 +41,13 @@ class JobBatches:
         """Record one run's outcome (None when fenced out) and release its lock, batched."""
         return await self.finishes.run((outcome, lock))
 
-    async def _claim(self, job_ids: list[str]) -> list[ClaimOutcome]:
-        """Locks and the common claim at once (one Redis round trip beside one statement, where the database
+    async def claim_batch(self, job_ids: list[str]) -> list[ClaimOutcome]:
+        """A batch of claims, as `claims` flushes it (`claim` batches one with whatever else arrives). Locks and
+        the common claim at once (one Redis round trip beside one statement, where the database
         takes it); then the jobs that claim did not take, unless another worker holds their lock."""
         keys = [self.names.job_lock_key(job_id) for job_id in job_ids]
         locked, queued = await asyncio.gather(
-            self.locks.acquire(keys), self.store.claim_queued(list(dict.fromkeys(job_ids))), return_exceptions=True
+            self.locks.acquire(keys), claim_queued(self.store, list(dict.fromkeys(job_ids))), return_exceptions=True
         )
         if isinstance(locked, BaseException):
             raise locked  # acquire reports Redis down as NO_REDIS: this is a bug, not an outage
@@ -64,7 +68,7 @@ class JobBatches:
             seen.add(job_id)
         try:
             rest = [j for j, v in zip(job_ids, verdicts, strict=True) if v is None]
-            decided = iter(await self.store.claim_rest(rest, queued) if rest else [])
+            decided = iter(await claim_rest(self.store, rest, queued) if rest else [])
         except BaseException:
             await self.locks.release(locked)
             raise
@@ -76,7 +80,7 @@ class JobBatches:
         return list(zip(final, locked, strict=True))
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
-        recorded = await self.store.finish_many([outcome for outcome, _ in items])
+        recorded = await self.store.finish([outcome for outcome, _ in items])
         done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
         if any(staged is not None for staged in recorded):

@@ -27,31 +27,22 @@ from app.models.types import utcnow
 from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
-from app.services.outbox import Outbox, Pending
+from app.services.outbox import Outbox
 from app.services.payload_secrets import opened
+from app.stores.outbox import Pending
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.cpu_pool import CpuPool
 from app.workers.job_batches import JobBatches
 from app.workers.job_replies import JobReplies
-from app.workers.job_store import (
-    Claimed,
-    Defer,
-    Drop,
-    JobStore,
-    Raced,
-    ToDeadLetters,
-    Verdict,
-    dead_lettered,
-    retrying,
-    succeeded,
-)
+from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
 from app.workers.leases import Lease, Leases
 from app.workers.lock import JobLocks, Lock
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.runner import run_attempt
 from app.workers.tools import SharedTools
+from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Verdict
 
 CLAIM_TRIES = 3
 
@@ -69,7 +60,7 @@ class JobWorker:
     def __post_init__(self) -> None:
         settings = self.resources.settings
         names = self.resources.names
-        self.store = JobStore(self.resources.engine, names, settings.lock_ttl_seconds)
+        self.store = self.resources.stores.jobs
         self.locks = JobLocks(self.resources.redis, round(settings.lock_ttl_seconds * 1000))
         failpoints = Failpoints.parse(settings.failpoints)
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
@@ -165,7 +156,7 @@ class JobWorker:
         """The service failed to process this job's message three times: dead-letter the job as `unprocessable`,
         its error the one that stopped it, and reject the message into the DLQ."""
         job_message = JobMessage.from_bytes(message.body)  # it parsed each time: a malformed one never gets here
-        buried = await self.store.give_up(job_message.job_id, unprocessable.error_of(exc))
+        buried = await give_up(self.store, job_message.job_id, unprocessable.error_of(exc))
         if buried is not None:
             job, staged = buried
             metrics.count_outcomes([(job["job_type"], JobStatus.DEAD_LETTERED)])

@@ -8,7 +8,7 @@ from typing import Any
 from loguru import logger
 
 from app.models.rows import JobRow
-from app.workers.job_store import JobStore
+from app.stores.jobs import JobStore
 from app.workers.lock import JobLocks, Lock
 
 
@@ -50,7 +50,7 @@ class Leases:
         held = list(self._held.values())
         if not held:
             return
-        ours = await self.store.renew_many([lease.job for lease in held])
+        ours = await self.store.renew([lease.job for lease in held])
         for lease in held:
             if lease.job["id"] not in ours and self._held.get(lease.job["id"]) is lease:
                 logger.warning("job {} was taken over by another worker; abandoning this run", lease.job["id"])

@@ -19,11 +19,13 @@ from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
 from app.services.breakers import EndpointResult, judge_endpoints
-from app.services.outbox import Pending
-from app.services.transitions import Row, audit_many
 from app.services.webhooks import client_secret
-from app.workers.job_store import Defer, Drop, ToDeadLetters
+from app.stores.jobs.moves import Row
+from app.stores.jobs.portable import INSERT_EVENT
+from app.stores.outbox import Pending
+from app.stores.postgres import PgConnections
 from app.workers.retry_policy import DeadLetter, Retry
+from app.workers.verdicts import Defer, Drop, ToDeadLetters
 
 BODY_LIMIT = 4096
 Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
@@ -88,12 +90,21 @@ class WebhookStore:
     box: SecretBox
     lease_seconds: float
     disable_after_seconds: float
+    connections: PgConnections | None = None
+
+    def __post_init__(self) -> None:
+        if self.connections is None:  # a store of its own: it keeps no connection between batches
+            object.__setattr__(self, "connections", PgConnections(self.engine, keep=False))
+
+    def _autocommit(self) -> Any:
+        assert self.connections is not None
+        return self.connections.autocommit()
 
     async def fan_out(self, events: list[Event]) -> list[list[Pending]]:
         """One delivery per matching endpoint (and callback URL) for each event; a twice-published event adds
         none. The messages to publish, one list per event."""
         if pg_batch.applies(self.engine):  # the endpoints read, then one statement that skips what is there
-            async with pg_batch.autocommit(self.engine) as conn:
+            async with self._autocommit() as conn:
                 return await self._fan_out_on(conn, events)
         for _ in range(2):
             try:
@@ -117,7 +128,7 @@ class WebhookStore:
         lease = now + timedelta(seconds=self.lease_seconds)
         ids = list(set(delivery_ids))
         if pg_batch.applies(self.engine):  # the claim and the endpoints' rows: one statement, no transaction
-            async with pg_batch.autocommit(self.engine) as conn:
+            async with self._autocommit() as conn:
                 taken, endpoints = await pg_batch.claim_deliveries(conn, ids, now, lease)
             seen, callers = await self._read_rest(delivery_ids, taken)
         else:
@@ -205,7 +216,7 @@ class WebhookStore:
                 if d["job_id"]
             ]
             if trail:
-                await audit_many(conn, trail)
+                await _audit(conn, trail)
 
     async def give_up(self, delivery_id: str, why: str) -> bool:
         """A pending delivery whose message the service failed to process three times: failed, with its audit row,
@@ -222,7 +233,7 @@ class WebhookStore:
             ).first()
             if job_id is not None and job_id[0]:
                 detail = {"delivery_id": delivery_id, "outcome": DeliveryOutcome.FAILED, "error": why}
-                await audit_many(conn, [_trail(job_id[0], detail, now)])
+                await _audit(conn, [_trail(job_id[0], detail, now)])
         return job_id is not None
 
     async def record(self, batch: list[Recording]) -> list[bool]:
@@ -252,7 +263,7 @@ class WebhookStore:
                     if r.delivery["job_id"]
                 ]
                 if trail:
-                    await audit_many(conn, trail)
+                    await _audit(conn, trail)
                 judged = [
                     EndpointResult(endpoint_id, r.attempt.ok, r.attempt.status_code == GONE)
                     for r in mine
@@ -273,7 +284,7 @@ class WebhookStore:
             if r.delivery["job_id"]
         ]
         attempts = [_attempt_row(r, now) for r in plans.values()]
-        async with pg_batch.autocommit(self.engine) as conn:
+        async with self._autocommit() as conn:
             return await pg_batch.record_deliveries_logged(conn, changes, attempts, trail, now)
 
 
@@ -416,3 +427,10 @@ def _detail(recording: Recording, status: str) -> Row:
         "outcome": outcome,
         **({"error": attempt.error} if attempt.error else {}),
     }
+
+
+async def _audit(conn: AsyncConnection, rows: list[Row]) -> None:
+    if pg_batch.applies(conn):
+        await pg_batch.insert_events(conn, rows)
+    else:
+        await conn.execute(INSERT_EVENT, rows)

@@ -32,9 +32,9 @@ from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.delivery_batches import DeliveryBatches, breaker_key
 from app.workers.endpoint_slots import EndpointSlots
-from app.workers.job_store import Defer, Drop, ToDeadLetters
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
+from app.workers.verdicts import Defer, Drop, ToDeadLetters
 from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
 
 SEND = Admission(Gate.SEND)
@@ -53,7 +53,7 @@ class WebhookWorker:
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         box = SecretBox(settings.secret_encryption_key)
         disable_after = settings.webhook_disable_after_seconds
-        store = WebhookStore(self.resources.engine, names, box, lease, disable_after)
+        store = WebhookStore(self.resources.engine, names, box, lease, disable_after, self.resources.stores.connections)
         failpoints = Failpoints.parse(settings.failpoints)
         self.batches = DeliveryBatches(store, endpoint_breakers(self.resources), self.outbox, failpoints=failpoints)
         self.slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)

@@ -1,0 +1,97 @@
+"""The jobs aggregate's store: every status change of a job is one method here (its guard a step of
+`app/stores/steps.py`), with its audit rows and the events that follow staged in the outbox in the same
+transaction. Two implementations: `portable.PortableJobs` (SQLite, MSSQL by rendering) and `postgres.PgJobs`
+(array statements, a hot batch one statement), chosen once by `app.stores.open_stores`."""
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from sqlalchemy import ColumnElement
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.core.broker import Outgoing
+from app.core.names import Names
+from app.core.statuses import JobStatus
+from app.models.rows import JobRow
+from app.stores.jobs.moves import Change, Row
+from app.stores.outbox import Pending
+
+Moved = tuple[JobRow, Pending]  # a job as a move left it, and the event staged for it
+
+
+class NewJobs(NamedTuple):
+    """Jobs to save: their rows, their first audit rows, and their messages (`owners` marks job messages, whose
+    publish queues their job; a scheduled job's is an event)."""
+
+    jobs: Sequence[JobRow]
+    trail: list[Row]
+    messages: list[Outgoing]
+    owners: list[str | None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run ended in, to record if our fencing token still holds."""
+
+    job: JobRow  # as claimed
+    to: JobStatus  # SUCCEEDED, RETRYING or DEAD_LETTERED
+    values: Row
+    detail: Row
+
+
+class JobStore(Protocol):
+    names: Names
+    lease_seconds: float
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection in a transaction of its own, committed as the block ends."""
+
+    def one_transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for work that is one statement on PostgreSQL and a transaction of several elsewhere."""
+
+    async def read(self, conn: AsyncConnection, job_ids: list[str]) -> dict[str, JobRow]:
+        """The jobs among `job_ids` as they stand, by id."""
+
+    async def save(self, conn: AsyncConnection, new: NewJobs) -> list[Pending]:
+        """New jobs, their first audit rows and their messages staged."""
+
+    async def audit(self, conn: AsyncConnection, rows: list[Row]) -> None:
+        """Audit rows that are not a status change (job_id, event, detail, created_at), one statement."""
+
+    async def queue_published(self, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]) -> list[Pending]:
+        """pending -> queued for jobs whose messages the broker confirmed, their outbox rows deleted."""
+
+    async def claim(self, job_ids: list[str]) -> list[Moved]:
+        """pending -> queued -> running for those among `job_ids` within their budget, each step recorded."""
+
+    async def take_over(
+        self, conn: AsyncConnection, changes: list[Change], where: tuple[ColumnElement[bool], ...]
+    ) -> list[Moved]:
+        """Jobs judged ours to run (a due retry, an expired lease) -> running."""
+
+    async def bury(self, conn: AsyncConnection, changes: list[Change]) -> list[Moved]:
+        """Jobs whose budget crashes used up -> dead_lettered."""
+
+    async def finish(self, outcomes: list[Outcome]) -> list[Pending | None]:
+        """Every outcome whose fencing token still holds recorded; None for the rest."""
+
+    async def give_up(self, job_id: str, values: Row, detail: Row) -> Moved | None:
+        """A job whose message could not be processed -> dead_lettered, with its event; None if it left first."""
+
+    async def give_up_bare(self, job_id: str, values: Row) -> None:
+        """`give_up` by the job's status alone, with no event, for a job whose own values break the event."""
+
+    async def renew(self, jobs: list[JobRow]) -> set[str]:
+        """Leases of these runs extended; the ids still ours."""
+
+    async def queue_due(self, now: datetime, limit: int) -> tuple[list[JobRow], list[Pending]]:
+        """Due scheduled jobs -> queued with their messages; the jobs and what to publish."""
+
+    async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
+        """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event."""
+
+    async def cancel(self, conn: AsyncConnection, job: JobRow) -> Moved | None:
+        """A job that has not started (as last read) -> cancelled."""

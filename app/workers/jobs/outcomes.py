@@ -1,0 +1,45 @@
+"""What a run ended in, as the job store records it: succeeded, retrying, or dead-lettered (by the retry policy,
+or because the service could not process the job's message)."""
+
+from datetime import datetime
+from typing import Any
+
+from app.core.statuses import JobStatus
+from app.models.rows import JobRow
+from app.models.types import utcnow
+from app.stores.jobs import JobStore, Moved, Outcome
+from app.stores.jobs.moves import Row
+from app.workers import unprocessable
+from app.workers.retry_policy import DeadReason
+
+S = JobStatus
+
+
+def succeeded(job: JobRow, result: Any) -> Outcome:
+    values = {"result": result, "error": None, "finished_at": utcnow(), "lease_until": None}
+    return Outcome(job, S.SUCCEEDED, values, {})
+
+
+def retrying(job: JobRow, error: Row, next_attempt_at: datetime) -> Outcome:
+    values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None}
+    return Outcome(job, S.RETRYING, values, {"error": error, "next_attempt_at": next_attempt_at.isoformat()})
+
+
+def dead_lettered(job: JobRow, error: Row, reason: str) -> Outcome:
+    values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
+    return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
+
+
+async def give_up(store: JobStore, job_id: str, error: Row) -> Moved | None:
+    """Dead-letter a job whose message the service failed to process (reason `unprocessable`), with its audit
+    row and event; None when it has left the statuses that may be (finished, or gone). Should the job's own
+    values break that too, its row and audit row are written alone, with no event."""
+    reason = str(DeadReason.UNPROCESSABLE)
+    values = {"error": error, "dead_reason": reason, "finished_at": utcnow(), "lease_until": None}
+    try:
+        return await store.give_up(job_id, values, {"error": error, "reason": reason})
+    except Exception as exc:
+        if unprocessable.is_outage(exc):
+            raise
+    await store.give_up_bare(job_id, values)
+    return None
