@@ -3,9 +3,10 @@
 Creates a fresh PostgreSQL database and namespace, runs each scenario (each starts the service's processes it
 needs and stops them), removes everything it created — also on an error, Ctrl-C or SIGTERM — and prints one
 markdown table, also written to bench/results/latest.md (a full run of every scenario), bench/results/quick.md
-(--quick) or bench/results/partial.md (a full run of some, --only), unless --output says where. Exits 1 when
-a scenario failed (its row says why), 0 otherwise: missed targets are reported in the table, not by the exit
-code.
+(--quick) or bench/results/partial.md (a full run of some, --only), unless --output says where; then saves the
+table's headline ratios as JSON beside it (latest.json) and draws them (bench/chart.py: bench/results/ratios.png
+for latest.md, <name>-ratios.png beside any other table). Exits 1 when a scenario failed (its row says why), 0
+otherwise: missed targets are reported in the table, not by the exit code.
 """
 
 import argparse
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
+from bench.chart import draw_table
 from bench.env import REDIS_URL, ROOT, BenchEnv
 from bench.harness import Harness
 from bench.procs import Procs, foreign_pytest
 from bench.profile import Profiler
-from bench.report import Row, document, header, rabbitmq_version
+from bench.report import Row, date_of, document, header, rabbitmq_version, write_ratios
 from bench.scenarios import FULL, QUICK, SCENARIOS, Scenario, Sizes
 
 RESULTS = ROOT / "bench" / "results"
@@ -126,6 +128,8 @@ async def run(args: argparse.Namespace) -> int:
     output.write_text(text)
     print(text, flush=True)
     say(f"written to {output}")
+    say(f"ratios saved to {write_ratios(rows, output, date_of(text))}")
+    say(f"chart drawn to {draw_table(output)}")
     return 1 if failed else 0
 
 

@@ -2,6 +2,7 @@
 slow receiver answers late and counts what it holds."""
 
 import asyncio
+import json
 import re
 import subprocess
 import sys
@@ -52,6 +53,9 @@ def test_quick_bench_writes_a_table_with_every_scenario(tmp_path: Path) -> None:
         assert rows, f"no row for {scenario} in:\n{text}"
         assert not any("scenario failed" in row for row in rows), rows
     assert text in result.stdout  # printed as well as written
+    ratios = json.loads((tmp_path / "bench.json").read_text())["ratios"]  # its headline ratios, saved beside it
+    assert {r["key"] for r in ratios} >= {"ingest_32", "batch", "webhooks"}, ratios  # the peers are skipped in --quick
+    assert (tmp_path / "bench-ratios.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # and drawn
 
 
 def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_full() -> None:

@@ -1,5 +1,5 @@
-"""The README a newcomer follows: its walk-through runs as it is, its receivers are the files the tests run, and
-its links and the docs' links lead somewhere."""
+"""The README a newcomer follows: its walk-through runs as it is, it stays a front page, the receivers the webhooks
+page shows are the files the tests run, and its links and the docs' links lead somewhere."""
 
 import asyncio
 import json
@@ -10,6 +10,7 @@ from tests.live_service import live_service
 from tests.support import ROOT
 
 README = ROOT / "README.md"
+WEBHOOKS_PAGE = ROOT / "docs" / "webhooks.md"
 DOCS = [README, ROOT / "bench" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
@@ -18,21 +19,41 @@ def marked_blocks(text: str) -> dict[str, str]:
     return dict(re.findall(r"<!-- (\S+) -->\n```\w+\n(.*?)```\n", text, re.S))
 
 
-def test_the_readme_receivers_are_the_example_files() -> None:
-    blocks = marked_blocks(README.read_text())
+def test_the_receivers_shown_are_the_example_files() -> None:
+    blocks = marked_blocks(WEBHOOKS_PAGE.read_text())
     shown = {name: code for name, code in blocks.items() if name.startswith("examples/")}
     assert sorted(shown) == ["examples/receiver.js", "examples/receiver.py"]
     for name, code in shown.items():
-        assert code == (ROOT / name).read_text(), f"README.md's copy of {name} differs from the file"
+        assert code == (ROOT / name).read_text(), f"docs/webhooks.md's copy of {name} differs from the file"
+    assert "examples/receiver.py" in README.read_text()  # the README sends a newcomer to them
+
+
+def test_the_readme_is_a_front_page_that_names_the_two_commands() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    first_block = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert first_block is not None
+    assert [line.split()[:2] for line in first_block.group(1).splitlines()] == [["make", "run"], ["make", "test"]]
+    assert "](bench/results/ratios.png)" in text  # the performance chart, drawn by make bench
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them: lower case, punctuation dropped, spaces to hyphens."""
+    prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    headings = re.findall(r"^#{1,6} (.+)$", prose, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
 
 
 def test_every_relative_link_leads_to_a_file() -> None:
     for doc in DOCS:
         for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
-            if re.match(r"https?://", target) or target.startswith("#"):
+            if re.match(r"https?://", target):
                 continue
-            path = (doc.parent / target.split("#")[0]).resolve()
+            file, _, anchor = target.partition("#")
+            path = (doc.parent / file).resolve() if file else doc
             assert path.exists(), f"{doc.relative_to(ROOT)} links to {target}, which does not exist"
+            if anchor and path.suffix == ".md":
+                assert anchor in anchors(path), f"{doc.relative_to(ROOT)} links to {target}: no such heading"
 
 
 async def test_the_readme_walk_through_runs_as_a_script_against_a_live_service(tmp_path: Path) -> None:
