@@ -55,7 +55,7 @@ from app.services.revoked_streams import RevokedStreams
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
 REQUEST_ID_MAX = 128

@@ -27,8 +27,8 @@ from app.core.names import Names
 from app.core.topology import Topology
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
-from app.workers.job_batches import JobBatches
-from app.workers.lock import JobLocks
+from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.locks import JobLocks
 from app.workers.verdicts import Verdict
 from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
 from bench.private_services import PrivateRabbit, PrivateRedis

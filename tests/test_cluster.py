@@ -22,7 +22,7 @@ from app.core.statuses import DeliveryStatus, JobStatus
 from app.core.topology import QUORUM_DELIVERY_LIMIT, build_topology
 from app.models.tables import DELIVERIES, JOB_EVENTS, JOBS
 from app.services.janitor import DlqJanitor
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from bench.cluster import RABBITMQ_BIN, Cluster, Node
 from tests.conftest import NS, make_settings, settings_env
 from tests.receiver import Receiver

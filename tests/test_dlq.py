@@ -16,7 +16,7 @@ from app.core.names import Lane
 from app.core.resources import Resources
 from app.models.tables import JOB_EVENTS, JOBS
 from app.services.janitor import DlqJanitor
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings, settings_env
 from tests.support import Api, BrokerProbe, app_process, free_port, trail, until_serving, until_status, wait_for
 
@@ -204,7 +204,7 @@ async def test_a_job_cancelled_before_it_runs_never_runs(
     cancelled = await api.client.post(f"/api/v1/jobs/{job['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     dropped: list[str] = []
-    sink = logger.add(lambda line: dropped.append(str(line)), level="INFO", filter="app.workers.job_worker")
+    sink = logger.add(lambda line: dropped.append(str(line)), level="INFO", filter="app.workers.jobs.worker")
     try:
         await worker.start()
         sentinel = (await api.submit(headers)).json()  # queued behind it in the same lane

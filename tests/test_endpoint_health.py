@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.services.retention import Retention
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
 from tests.receiver import Received, Receiver
 from tests.support import Api, make_delivery, make_job, until_status, wait_for

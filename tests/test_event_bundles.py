@@ -15,7 +15,7 @@ from app.core.messages import BUNDLE_MAX, REQUEST_ID_HEADER, bundle, dumps, even
 from app.models.tables import OUTBOX
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.receiver import Receiver

@@ -19,9 +19,9 @@ from app.stores import steps
 from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change, compare_and_set
 from app.stores.jobs.portable import CLAIM_QUEUED, _claim_due
-from app.workers.job_batches import JobBatches
+from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.locks import Held
 from app.workers.jobs.outcomes import dead_lettered, succeeded
-from app.workers.lock import Held
 from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
 from tests.conftest import NS, REDIS_URL
 from tests.support import claim_many as claim_batch

@@ -13,7 +13,7 @@ from pypdf import PdfReader
 from standardwebhooks.webhooks import Webhook
 from starlette.responses import Response
 
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.receiver import Received, Receiver
 from tests.support import Api, trail, until_status
 

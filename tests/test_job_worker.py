@@ -16,7 +16,7 @@ from app.core.topology import QueueSpec, build_topology
 from app.main import create_app
 from app.models.tables import JOBS, OUTBOX
 from app.workers import consumers
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import ADMIN_KEY, RABBITMQ_URL, make_settings, running_job_worker
 from tests.support import Api, BrokerProbe, api_with, trail, until_status, wait_for
 

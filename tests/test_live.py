@@ -17,7 +17,7 @@ from app.core.messages import dumps, event_id
 from app.services.live import EventFeed, Hub, LiveEvent
 from app.services.streams import EventFilter, LiveStreams
 from app.services.tenancy import Principal
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings
 from tests.support import Api, free_port, until_status, wait_for
 

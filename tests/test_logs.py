@@ -81,7 +81,7 @@ async def test_warnings_of_a_worker_process_and_of_the_api_are_listed_with_their
         from_api = await logged(api, marker)
     assert from_api["process"] == f"{socket.gethostname()}:{os.getpid()}"
     assert from_worker["process"] == f"{socket.gethostname()}:{worker.popen.pid}"
-    assert from_worker["level"] == "WARNING" and from_worker["logger"] == "app.workers.job_worker"
+    assert from_worker["level"] == "WARNING" and from_worker["logger"] == "app.workers.jobs.worker"
     assert set(from_api) == {"time", "level", "process", "logger", "message", "request_id"}
     records = await recent(api.client, api.admin)
     assert records.index(from_api) < records.index(from_worker)  # newest first

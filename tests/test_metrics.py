@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.core.config import Settings
 from app.core.topology import declare
 from app.main import create_app
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import ADMIN_KEY, make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver
 from tests.support import ROOT, Api, BrokerProbe, api_with, app_process, env_without_dotenv, free_port, wait_for

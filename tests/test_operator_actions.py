@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.responses import Response
 
 from app.models.tables import DELIVERIES
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings, running_webhook_worker
 from tests.receiver import Receiver, serving
 from tests.support import Api, until_status, wait_for

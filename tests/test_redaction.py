@@ -8,7 +8,7 @@ from starlette.responses import Response
 from app.core.redaction import REDACTED, Redactor
 from app.core.signing import new_secret
 from app.services.api_keys import new_key
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings
 from tests.receiver import Receiver
 from tests.support import Api, until_status, wait_for

@@ -16,7 +16,7 @@ from app.core.statuses import WorkerKind, WorkerState
 from app.runtime import Hooks, Runtime, add_worker_process
 from app.services.breakers import BreakerState
 from app.workers.background import BackgroundLoop, Backoff
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.reports import WorkerReport
 from tests.conftest import make_settings
 from tests.support import Api, until_status, wait_for

@@ -24,7 +24,7 @@ def base_env() -> dict[str, str]:
 
 IMPORT_ALL = """
 import sys
-import app.main, app.workers.job_worker, app.__main__
+import app.main, app.workers.jobs.worker, app.__main__
 print("ODBC", *sorted(m for m in ("pyodbc", "aioodbc") if m in sys.modules))
 """
 

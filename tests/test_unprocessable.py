@@ -14,7 +14,7 @@ from app.core.broker import Broker, Outgoing, PublishError
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Lane
 from app.models.tables import JOBS
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.unprocessable import TRIES, error_of, is_outage
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL

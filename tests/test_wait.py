@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from app.core.replies import ReplyInbox
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from tests.support import Api
 
 

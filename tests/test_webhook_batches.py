@@ -30,7 +30,7 @@ from app.services.relay import make_outbox
 from app.stores.outbox import Pending
 from app.workers.delivery_batches import DeliveryBatches, Event
 from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver, serving

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import make_settings, settings_env
 from tests.receiver import Receiver

@@ -14,7 +14,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from app.core.broker import Broker
 from app.core.messages import events_of
 from app.models.tables import CLIENT_SECRETS, ENDPOINTS
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.receiver import Received, Receiver

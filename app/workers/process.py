@@ -8,7 +8,7 @@ from loguru import logger
 
 from app.core.config import Settings
 from app.runtime import Runtime, add_worker_process
-from app.workers.job_worker import JobWorker
+from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 
 

@@ -13,7 +13,7 @@ from app.services.outbox import Outbox
 from app.stores.jobs import JobStore, Outcome
 from app.stores.outbox import Pending
 from app.workers.jobs.claims import claim_queued, claim_rest
-from app.workers.lock import Held, JobLocks, Lock
+from app.workers.jobs.locks import Held, JobLocks, Lock
 from app.workers.verdicts import Claimed, Defer, ToDeadLetters, Verdict
 
 ClaimOutcome = tuple[Verdict, Lock]

@@ -6,9 +6,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.core.messages import dumps, loads
+from app.core.secret_box import SecretBox, SecretsUnavailable
 from app.handlers.base import JobContext
 from app.handlers.errors import JobTimeout, PermanentError
 from app.handlers.registry import get_job_type
+from app.models.rows import JobRow
+from app.services.payload_secrets import opened
 
 
 async def run_attempt(ctx: JobContext, payload: Any, limit_seconds: float) -> Any:
@@ -32,3 +35,12 @@ async def run_attempt(ctx: JobContext, payload: Any, limit_seconds: float) -> An
         return loads(dumps(result))
     except TypeError as exc:
         raise PermanentError(f"the handler's result is not JSON: {exc}") from exc
+
+
+async def run_sealed(ctx: JobContext, job: JobRow, sealed: str, box: SecretBox, limit_seconds: float) -> Any:
+    """An attempt with the payload's credentials put back, for the handler alone."""
+    try:
+        payload = opened(job["payload"], sealed, box)
+    except SecretsUnavailable as exc:
+        raise PermanentError(f"the job's credentials cannot be opened: {exc}") from exc
+    return await run_attempt(ctx, payload, limit_seconds)

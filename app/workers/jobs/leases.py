@@ -9,7 +9,7 @@ from loguru import logger
 
 from app.models.rows import JobRow
 from app.stores.jobs import JobStore
-from app.workers.lock import JobLocks, Lock
+from app.workers.jobs.locks import JobLocks, Lock
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from app.core import safe_http
 from app.handlers.base import HttpAnswer
 from app.services.artifacts import ArtifactStore
-from app.workers.cpu_pool import CpuPool
+from app.workers.jobs.cpu_pool import CpuPool
 
 T = TypeVar("T")
 FETCH_TIMEOUT_SECONDS = 60.0

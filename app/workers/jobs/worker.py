@@ -9,7 +9,7 @@ from loguru import logger
 
 from app.core import metrics
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
-from app.core.broker import Broker, Outgoing, PublishError
+from app.core.broker import Broker, PublishError
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoints
 from app.core.incoming import Message
@@ -18,7 +18,7 @@ from app.core.messages import REQUEST_ID_HEADER, RETRY_COUNT_HEADER, JobMessage
 from app.core.names import Lane, lane_of
 from app.core.resources import Resources
 from app.core.safe_http import safe_client
-from app.core.secret_box import SecretBox, SecretsUnavailable
+from app.core.secret_box import SecretBox
 from app.core.statuses import JobStatus, WorkerKind, WorkerState
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError
@@ -28,20 +28,20 @@ from app.services import job_log
 from app.services.artifacts import artifact_store
 from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
 from app.services.outbox import Outbox
-from app.services.payload_secrets import opened
 from app.stores.outbox import Pending
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
-from app.workers.cpu_pool import CpuPool
-from app.workers.job_batches import JobBatches
-from app.workers.job_replies import JobReplies
+from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.cpu_pool import CpuPool
+from app.workers.jobs.leases import Lease, Leases
+from app.workers.jobs.locks import JobLocks, Lock
 from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
-from app.workers.leases import Lease, Leases
-from app.workers.lock import JobLocks, Lock
+from app.workers.jobs.replies import JobReplies
+from app.workers.jobs.runner import run_attempt, run_sealed
+from app.workers.jobs.tools import SharedTools
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, decide, error_of
-from app.workers.runner import run_attempt
-from app.workers.tools import SharedTools
+from app.workers.tiers import to_tier
 from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Verdict
 
 CLAIM_TRIES = 3
@@ -178,7 +178,11 @@ class JobWorker:
         tools = self.tools.bind(job["client_id"])
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
         sealed = job.get("sealed")
-        run = run_attempt(ctx, job["payload"], timeout) if sealed is None else self._unsealed(ctx, job, sealed, timeout)
+        run = (
+            run_attempt(ctx, job["payload"], timeout)
+            if sealed is None
+            else run_sealed(ctx, job, sealed, self.box, timeout)
+        )
         attempt = asyncio.create_task(run)
         self.leases.hold(Lease(job, lock, attempt))
         ran = metrics.duration(job["job_type"])
@@ -218,14 +222,6 @@ class JobWorker:
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
-    async def _unsealed(self, ctx: JobContext, job: JobRow, sealed: str, limit_seconds: float) -> Any:
-        """An attempt with the payload's credentials put back, for the handler alone."""
-        try:
-            payload = opened(job["payload"], sealed, self.box)
-        except SecretsUnavailable as exc:
-            raise PermanentError(f"the job's credentials cannot be opened: {exc}") from exc
-        return await run_attempt(ctx, payload, limit_seconds)
-
     async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
         """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
         if isinstance(exc, PermanentError):
@@ -247,13 +243,8 @@ class JobWorker:
                 job_log.finished(job, outcome.to, outcome.values["finished_at"])
             await self._settle(message, staged, ack=False)
             return
-        logger.info(
-            "job {} attempt {} failed, retrying in ~{}s: {}",
-            job["id"],
-            job["attempts"],
-            plan.tier.delay,
-            error["message"],
-        )
+        attempt, delay = job["attempts"], plan.tier.delay
+        logger.info("job {} attempt {} failed, retrying in ~{}s: {}", job["id"], attempt, delay, error["message"])
         staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
         if staged is not None:
             job_message = JobMessage.from_row(job)
@@ -291,19 +282,9 @@ class JobWorker:
         if job_message.request_id:
             headers[REQUEST_ID_HEADER] = job_message.request_id
         # A waiting submitter's reply address rides along: the run after the delay answers it.
-        outgoing = Outgoing(
-            names.jobs_retry_exchange,
-            queue,
-            message.body,
-            headers,
-            message.priority,
-            expiration_ms,
-            job_message.job_id,
-            reply_to=message.reply_to,
-            correlation_id=message.correlation_id,
-        )
+        exchange = names.jobs_retry_exchange
         try:
-            await self.publisher.publish(outgoing)
+            await to_tier(self.publisher, exchange, queue, message, headers, expiration_ms, job_message.job_id)
         except PublishError:
             logger.warning("could not move job {} to its delay tier; leaving it for redelivery", job_message.job_id)
             raise
