@@ -15,9 +15,9 @@ from app.core.messages import loads
 from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services import firings
 from app.services.due_jobs import claim_due
 from app.services.outbox import Outbox
+from app.services.scheduling import firings
 from app.services.transitions import Change, compare_and_set, queue_confirmed
 from app.workers.job_batches import JobBatches
 from app.workers.job_store import (

@@ -20,7 +20,7 @@ from app.services.janitor import DlqJanitor
 from app.services.outbox import Outbox
 from app.services.overdue import republish_overdue
 from app.services.retention import Retention
-from app.services.scheduler import Scheduler
+from app.services.scheduling.scheduler import Scheduler
 from app.workers.reports import WorkerReport
 
 FAILURES_TO_OPEN = 3
