@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
 from app.services.due_jobs import claim_due
-from app.services.gauges import Gauges
+from app.services.upkeep.gauges import Gauges
 from app.workers.job_worker import JobWorker
 from tests.support import Api, make_job, trail, until_status, wait_for
 

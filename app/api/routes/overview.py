@@ -5,7 +5,7 @@ from pydantic import BaseModel
 
 from app.api.deps import AdminDep, PrincipalDep, StateDep
 from app.api.errors import ApiError
-from app.services.gauges import BrokerUnavailable, queue_depths
+from app.services.upkeep.gauges import BrokerUnavailable, queue_depths
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 
