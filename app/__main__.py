@@ -121,7 +121,7 @@ def rotate_secrets(settings: Settings, batch_rows: int) -> int:
     """Re-seal every stored secret with the first key; says how many it re-sealed."""
     from app.core.database import is_unreachable, make_engine
     from app.core.secret_box import SecretBox, SecretsUnavailable, keys_of
-    from app.services.secret_rotation import rotate_secrets
+    from app.services.upkeep.secret_rotation import rotate_secrets
 
     if not keys_of(settings.secret_encryption_key) or batch_rows < 1:
         print("Set SECRET_ENCRYPTION_KEY (the new key first) and a --batch-rows of 1 or more.", file=sys.stderr)

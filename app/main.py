@@ -43,10 +43,10 @@ from app.dashboard import routes as dashboard
 from app.runtime import Hooks, Runtime, add_background, add_gauges, add_steering, nothing
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_store
-from app.services.breakers import job_type_breakers
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.idempotency import IdempotencyCache
+from app.services.job_type_breakers import job_type_breakers
 from app.services.jobs import JobService
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox

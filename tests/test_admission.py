@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.config import Settings
 from app.main import create_app
 from app.models.tables import JOBS
-from app.services.breakers import CHECK_SCRIPT
+from app.services.job_type_breakers import CHECK_SCRIPT
 from app.services.rate_limit import SLIDE_SCRIPT
 from bench.private_services import PrivateRedis
 from tests.conftest import ADMIN_KEY, make_settings, settings_env

@@ -1,4 +1,4 @@
-"""The one breaker module: its state machine under the job-type and the endpoint policy, the endpoint side's
+"""The breakers: their state machine under the job-type and the endpoint policy, the endpoint side's
 batches (one round trip each), and the database rule that disables an endpoint, on PostgreSQL and SQLite and
 rendered for MSSQL. Time is a clock the test moves, so nothing waits for a cooldown."""
 
@@ -16,29 +16,30 @@ from sqlalchemy import event, insert, select
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.breaker import BreakerState, Policy
 from app.core.names import Names
 from app.core.redis_batch import RedisBatch
 from app.models.tables import ENDPOINTS
-from app.services.breakers import (
+from app.services.endpoint_health import (
+    EndpointResult,
+    clear_failing,
+    disable,
+    failing_too_long,
+    judge_endpoints,
+    mark_failing,
+)
+from app.services.job_type_breakers import JobTypeBreakers
+from app.workers.batched_breakers import BatchedBreakers
+from app.workers.endpoint_breakers import (
     ADMIT,
     DONE,
     RELEASE,
     Admission,
     Ask,
-    BatchedBreakers,
-    BreakerState,
     EndpointBreakers,
-    EndpointResult,
     Gate,
-    JobTypeBreakers,
-    Policy,
     Result,
-    clear_failing,
-    disable,
     endpoint_policy,
-    failing_too_long,
-    judge_endpoints,
-    mark_failing,
 )
 from tests.conftest import NS, REDIS_URL
 from tests.support import free_port

@@ -21,7 +21,7 @@ from app.core.resources import Resources
 from app.core.statuses import DeliveryStatus, JobStatus
 from app.core.topology import QUORUM_DELIVERY_LIMIT, build_topology
 from app.models.tables import DELIVERIES, JOB_EVENTS, JOBS
-from app.services.janitor import DlqJanitor
+from app.services.upkeep.janitor import DlqJanitor
 from app.workers.jobs.worker import JobWorker
 from bench.cluster import RABBITMQ_BIN, Cluster, Node
 from tests.conftest import NS, make_settings, settings_env

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Lane
 from app.core.resources import Resources
 from app.models.tables import JOB_EVENTS, JOBS
-from app.services.janitor import DlqJanitor
+from app.services.upkeep.janitor import DlqJanitor
 from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings, settings_env
 from tests.support import Api, BrokerProbe, app_process, free_port, trail, until_serving, until_status, wait_for

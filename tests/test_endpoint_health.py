@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.responses import Response
 
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
-from app.services.retention import Retention
+from app.services.upkeep.retention import Retention
 from app.workers.jobs.worker import JobWorker
 from tests.conftest import REDIS_URL, make_settings, running_webhook_worker
 from tests.receiver import Received, Receiver

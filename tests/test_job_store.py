@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.messages import loads
 from app.core.names import Names
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services import firings
+from app.services.scheduling import firings
 from app.stores import steps
 from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change, compare_and_set

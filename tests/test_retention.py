@@ -18,7 +18,7 @@ from app.core.config import Settings
 from app.core.resources import Resources
 from app.core.statuses import JobStatus
 from app.models.tables import ARTIFACTS, ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
-from app.services.retention import Retention, delete_finished, finished_before
+from app.services.upkeep.retention import Retention, delete_finished, finished_before
 from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings
 from tests.support import Api, BrokerProbe, make_delivery, make_job, until_status, wait_for

@@ -11,10 +11,10 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.breaker import BreakerState
 from app.core.recent_logs import process_name
 from app.core.statuses import WorkerKind, WorkerState
 from app.runtime import Hooks, Runtime, add_worker_process
-from app.services.breakers import BreakerState
 from app.workers.background import BackgroundLoop, Backoff
 from app.workers.jobs.worker import JobWorker
 from app.workers.reports import WorkerReport

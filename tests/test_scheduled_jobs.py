@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.statuses import JobStatus
 from app.models.tables import JOBS
-from app.services.gauges import Gauges
+from app.services.upkeep.gauges import Gauges
 from app.stores.jobs.portable import _claim_due as claim_due
 from app.workers.jobs.worker import JobWorker
 from tests.support import Api, make_job, trail, until_status, wait_for

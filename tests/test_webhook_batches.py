@@ -24,11 +24,11 @@ from app.core.signing import new_secret
 from app.core.topology import declare
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
-from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.relay import make_outbox
 from app.stores.outbox import Pending
 from app.workers.delivery_batches import DeliveryBatches, Event
+from app.workers.endpoint_breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore

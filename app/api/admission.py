@@ -13,10 +13,10 @@ from app.api.errors import ApiError, clean_errors, invalid, validation_errors
 from app.api.request_body import parsed
 from app.api.state import ApiState
 from app.core import metrics
+from app.core.breaker import BreakerState
 from app.core.ssrf import UnsafeURL
 from app.handlers.registry import JOB_TYPES
 from app.schemas.job import JOB_REQUEST, MAX_BATCH_JOBS, BatchEnvelope, JobOptions
-from app.services.breakers import BreakerState
 from app.services.rate_limit import Decision
 
 

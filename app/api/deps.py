@@ -54,6 +54,10 @@ async def get_admin(principal: PrincipalDep) -> Principal:
 
 AdminDep = Annotated[Principal, Depends(get_admin)]
 
+# How many rows a list's page holds: PAGE_SIZE unless asked, 200 at the most (CONTRACT).
+LimitQuery = Annotated[int, Query(ge=1, le=200)]
+PAGE_SIZE = 50
+
 # A list's page after the first: the `next_cursor` that list handed out, as it came; any other is a 422 bad_cursor.
 CursorQuery = Annotated[
     str | None,

@@ -7,12 +7,12 @@ from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
 from app.services.artifacts import ArtifactStore
-from app.services.breakers import JobTypeBreakers
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
+from app.services.job_type_breakers import JobTypeBreakers
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
-from app.services.schedules import ScheduleService
+from app.services.scheduling.schedules import ScheduleService
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService

@@ -36,3 +36,8 @@ class ApiKeyCreated(BaseModel):
     admin: bool
     api_key: str
     created_at: datetime
+
+
+class WhoAmIOut(BaseModel):
+    client_id: str
+    admin: bool

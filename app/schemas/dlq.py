@@ -4,6 +4,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from app.schemas.job import JobOut
+from app.schemas.page import Page
 from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 from app.workers.retry_policy import DeadReason
 
@@ -15,9 +16,8 @@ class DeadJobOut(JobOut):
     reason: str | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
 
 
-class DeadJobPage(BaseModel):
-    items: list[DeadJobOut]
-    next_cursor: str | None
+class DeadJobPage(Page[DeadJobOut]):
+    pass
 
 
 class DlqStats(BaseModel):

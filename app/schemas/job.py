@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validato
 
 from app.handlers.base import JobType
 from app.handlers.registry import JOB_TYPES
+from app.schemas.page import Page
 from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
@@ -129,9 +130,8 @@ class JobOut(BaseModel):
     run_at: datetime | None = Field(default=None, description="When a job submitted with a time is due.")
 
 
-class JobPage(BaseModel):
-    items: list[JobOut]
-    next_cursor: str | None
+class JobPage(Page[JobOut]):
+    pass
 
 
 class JobEventOut(BaseModel):

@@ -8,6 +8,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from app.core.cron import check, zone
 from app.schemas.job import JobOptions, JobRequest
+from app.schemas.page import Page
 from app.schemas.requests import REQUEST_CONFIG
 
 # A firing sets the job's time and key itself.
@@ -95,6 +96,5 @@ class ScheduleOut(BaseModel):
     updated_at: datetime
 
 
-class SchedulePage(BaseModel):
-    items: list[ScheduleOut]
-    next_cursor: str | None
+class SchedulePage(Page[ScheduleOut]):
+    pass

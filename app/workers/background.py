@@ -12,15 +12,15 @@ from functools import partial
 from loguru import logger
 
 from app.core.backoff import job_tiers, tier_for_retry
+from app.core.breaker import BreakerState
 from app.core.database import is_unreachable
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
-from app.services.breakers import BreakerState
-from app.services.janitor import DlqJanitor
 from app.services.outbox import Outbox
-from app.services.overdue import republish_overdue
-from app.services.retention import Retention
-from app.services.scheduler import Scheduler
+from app.services.scheduling.scheduler import Scheduler
+from app.services.upkeep.janitor import DlqJanitor
+from app.services.upkeep.overdue import republish_overdue
+from app.services.upkeep.retention import Retention
 from app.workers.reports import WorkerReport
 
 FAILURES_TO_OPEN = 3

@@ -11,8 +11,8 @@ from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.messages import endpoint_key
 from app.models.rows import DeliveryRow
-from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
+from app.workers.endpoint_breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.workers.verdicts import Drop
 from app.workers.webhook_store import Claim, Event, Recording, Send, WebhookStore
 

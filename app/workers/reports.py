@@ -3,9 +3,9 @@
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.core.breaker import BreakerState
 from app.core.recent_logs import process_name
 from app.core.statuses import WorkerKind, WorkerState
-from app.services.breakers import BreakerState
 
 
 @dataclass(frozen=True)

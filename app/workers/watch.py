@@ -6,7 +6,7 @@ from typing import Protocol
 
 from app.core.resources import Resources
 from app.core.statuses import WorkerState
-from app.services.gauges import Gauges
+from app.services.upkeep.gauges import Gauges
 from app.workers.consumers import ConsumerGroup, unacked
 
 

@@ -18,7 +18,7 @@ from app.models.setwise import per_row, per_row_of
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.services import deliveries
-from app.services.breakers import EndpointResult, judge_endpoints
+from app.services.endpoint_health import EndpointResult, judge_endpoints
 from app.services.webhooks import client_secret
 from app.stores.jobs.moves import Row
 from app.stores.jobs.portable import INSERT_EVENT

@@ -25,12 +25,12 @@ from app.core.ssrf import UnsafeURL
 from app.core.statuses import DeliveryOutcome, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
-from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.delivery_batches import DeliveryBatches, breaker_key
+from app.workers.endpoint_breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.workers.endpoint_slots import EndpointSlots
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after

@@ -1,20 +1,12 @@
 """The job-type circuit breakers, as every process sees them."""
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from app.api.deps import PrincipalDep, StateDep
 from app.handlers.registry import JOB_TYPES
+from app.schemas.circuit import CircuitOut
 
 router = APIRouter(prefix="/api/v1/circuits", tags=["operations"])
-
-
-class CircuitOut(BaseModel):
-    job_type: str
-    state: str
-    calls: int
-    failures: int
-    retry_after: float
 
 
 @router.get("", response_model=list[CircuitOut])

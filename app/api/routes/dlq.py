@@ -1,10 +1,8 @@
 """The dead-letter queue: what died and why, and sending it back to work."""
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Query
-
-from app.api.deps import CursorQuery, PrincipalDep, StateDep
+from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.schemas.dlq import DeadJobOut, DeadJobPage, DlqStats, ReplayIn, ReplayOut
 
 router = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
@@ -15,7 +13,7 @@ async def list_dead_jobs(
     state: StateDep,
     principal: PrincipalDep,
     job_type: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: LimitQuery = PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> DeadJobPage:
     """Dead-lettered jobs, newest first, with the reason, attempts and last error."""

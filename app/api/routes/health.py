@@ -5,13 +5,13 @@ import contextlib
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.api.deps import StateDep
 from app.api.state import ApiState
 from app.core.resources import Resources
 from app.core.statuses import WorkerState
+from app.schemas.health import ReadyOut
 from app.services.worker_directory import deployment_state
 
 router = APIRouter(tags=["operations"])
@@ -24,11 +24,6 @@ CRITICAL = ("database", "rabbitmq")
 async def health() -> dict[str, str]:
     """The process is alive."""
     return {"status": "ok"}
-
-
-class ReadyOut(BaseModel):
-    status: str
-    components: dict[str, str]
 
 
 @router.get(

@@ -14,7 +14,7 @@ from app.api.admission import (
     limited_then_admitted,
     rate_limit,
 )
-from app.api.deps import CursorQuery, PrincipalDep, StateDep
+from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.state import ApiState
 from app.core.statuses import JobStatus
@@ -153,7 +153,7 @@ async def list_jobs(
     principal: PrincipalDep,
     status: JobStatus | None = None,
     job_type: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: LimitQuery = PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> JobPage:
     """The caller's jobs, newest first, a page at a time; pass `next_cursor` back for the next page."""

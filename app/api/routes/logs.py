@@ -3,23 +3,14 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
 from redis.exceptions import RedisError
 
 from app.api.deps import AdminDep, StateDep
 from app.api.errors import ApiError
 from app.core.recent_logs import KEPT, LogLevel, recent
+from app.schemas.log import LogRecordOut
 
 router = APIRouter(prefix="/api/v1/logs", tags=["operations"])
-
-
-class LogRecordOut(BaseModel):
-    time: str
-    level: str
-    process: str
-    logger: str
-    message: str
-    request_id: str | None
 
 
 @router.get(

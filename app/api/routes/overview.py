@@ -1,28 +1,14 @@
 """What the dashboard needs beyond the other routes: who the key belongs to, and the broker's queue depths."""
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from app.api.deps import AdminDep, PrincipalDep, StateDep
 from app.api.errors import ApiError
-from app.services.gauges import BrokerUnavailable, queue_depths
+from app.schemas.api_key import WhoAmIOut
+from app.schemas.queue import QueueOut, QueuesOut
+from app.services.upkeep.gauges import BrokerUnavailable, queue_depths
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
-
-
-class WhoAmIOut(BaseModel):
-    client_id: str
-    admin: bool
-
-
-class QueueOut(BaseModel):
-    queue: str
-    ready: int
-    consumers: int
-
-
-class QueuesOut(BaseModel):
-    items: list[QueueOut]
 
 
 @router.get("/me", response_model=WhoAmIOut, summary="The client the key belongs to")

@@ -1,11 +1,11 @@
 """Recurring schedules: create, list, read, change (pause with `active: false`), delete, trigger one run now."""
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 
 from app.api.admission import rate_limit, urls_safe
-from app.api.deps import CursorQuery, PrincipalDep, StateDep
+from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.api.errors import invalid, not_found
 from app.api.routes.jobs import SUBMIT_STATUS
 from app.core.cron import BadCron, BadTimezone
@@ -36,7 +36,7 @@ async def create_schedule(body: ScheduleCreate, state: StateDep, principal: Prin
 async def list_schedules(
     state: StateDep,
     principal: PrincipalDep,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: LimitQuery = PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> SchedulePage:
     """The caller's schedules, newest first, a page at a time."""

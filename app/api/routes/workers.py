@@ -4,13 +4,13 @@ from typing import Any
 
 from fastapi import APIRouter
 from loguru import logger
-from pydantic import BaseModel
 from redis.exceptions import RedisError
 
 from app.api.deps import AdminDep, StateDep
 from app.api.errors import ApiError
 from app.api.state import ApiState
 from app.core.broker import PublishError
+from app.schemas.worker import AcceptedOut, WorkerOut, WorkersOut
 from app.services.worker_directory import RUNNABLE, Action, Command, send_command
 
 router = APIRouter(prefix="/api/v1/workers", tags=["operations"])
@@ -21,32 +21,6 @@ UNKNOWN: Responses = {404: {"description": "No process runs a worker of that nam
 UNREACHABLE: dict[int | str, dict[str, Any]] = {
     503: {"description": "Redis, which holds the heartbeats and the choice, is unreachable."}
 }
-
-
-class WorkerOut(BaseModel):
-    name: str
-    kind: str
-    process: str
-    state: str
-    consumers: int
-    in_flight: int
-    processed: int
-    failed: int
-    processing_rate: float
-    error_rate: float
-    last_heartbeat: str
-    last_cycle_duration_ms: float | None
-    circuit_breaker_state: str
-    next_delay_seconds: float | None = None
-
-
-class WorkersOut(BaseModel):
-    items: list[WorkerOut]
-
-
-class AcceptedOut(BaseModel):
-    name: str
-    action: Action
 
 
 async def _live(state: ApiState) -> list[dict[str, Any]]:

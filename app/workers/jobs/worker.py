@@ -9,6 +9,7 @@ from loguru import logger
 
 from app.core import metrics
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
+from app.core.breaker import BreakerState
 from app.core.broker import Broker, PublishError
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoints
@@ -26,10 +27,11 @@ from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services import job_log
 from app.services.artifacts import artifact_store
-from app.services.breakers import BatchedBreakers, BreakerState, job_type_breakers
+from app.services.job_type_breakers import job_type_breakers
 from app.services.outbox import Outbox
 from app.stores.outbox import Pending
 from app.workers import unprocessable
+from app.workers.batched_breakers import BatchedBreakers
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.jobs.batches import JobBatches
 from app.workers.jobs.cpu_pool import CpuPool

@@ -18,7 +18,7 @@ from app.core.statuses import JobStatus, WorkerState
 from app.handlers.registry import JOB_TYPES
 from app.models.tables import JOBS, OUTBOX, SCHEDULES
 from app.models.types import utcnow
-from app.services.breakers import job_type_breakers
+from app.services.job_type_breakers import job_type_breakers
 
 READ_TIMEOUT = 5.0
 SCAN_COUNT = 1000

@@ -13,10 +13,10 @@ from app.models.rows import JobRow
 from app.models.tables import SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import Submitted
-from app.services.firings import firing_request
 from app.services.jobs import JobService
 from app.services.pagination import newest_first
 from app.services.payload_secrets import sealed_job
+from app.services.scheduling.firings import firing_request
 from app.services.tenancy import Principal, visible_to
 
 Row = dict[str, Any]

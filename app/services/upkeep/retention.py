@@ -20,7 +20,7 @@ from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.services.artifacts import ArtifactStore, artifact_store, drop_rows_of, remove_files
-from app.services.janitor import DlqJanitor
+from app.services.upkeep.janitor import DlqJanitor
 
 # A job goes with its audit rows, deliveries and attempts: about this many rows. A batch of jobs holds
 # RETENTION_BATCH_SIZE rows in all (100 jobs by default), so that one commit's write-ahead log stays small and the

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker, Outgoing
@@ -93,26 +93,20 @@ class DlqJanitor:
         return taken
 
     async def _dead_jobs(self, ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        query = select(JOBS.c.id).where(JOBS.c.id.in_(ids), JOBS.c.status == JobStatus.DEAD_LETTERED)
-        async with self.engine.connect() as conn:
-            return set((await conn.execute(query)).scalars())
+        return await self._among(JOBS, ids, JOBS.c.status == JobStatus.DEAD_LETTERED) if ids else set()
 
     async def _failed_deliveries(self, ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        query = select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(ids), DELIVERIES.c.status == DeliveryStatus.FAILED)
-        async with self.engine.connect() as conn:
-            return set((await conn.execute(query)).scalars())
+        return await self._among(DELIVERIES, ids, DELIVERIES.c.status == DeliveryStatus.FAILED) if ids else set()
 
     async def _unfinished_jobs(self, ids: list[str]) -> set[str]:
-        query = select(JOBS.c.id).where(JOBS.c.id.in_(ids), JOBS.c.status.not_in(TERMINAL))
-        async with self.engine.connect() as conn:
-            return set((await conn.execute(query)).scalars())
+        return await self._among(JOBS, ids, JOBS.c.status.not_in(TERMINAL))
 
     async def _pending_deliveries(self, ids: list[str]) -> set[str]:
-        query = select(DELIVERIES.c.id).where(DELIVERIES.c.id.in_(ids), DELIVERIES.c.status == DeliveryStatus.PENDING)
+        return await self._among(DELIVERIES, ids, DELIVERIES.c.status == DeliveryStatus.PENDING)
+
+    async def _among(self, table: Table, ids: list[str], condition: ColumnElement[bool]) -> set[str]:
+        """The ids among these whose rows meet `condition`."""
+        query = select(table.c.id).where(table.c.id.in_(ids), condition)
         async with self.engine.connect() as conn:
             return set((await conn.execute(query)).scalars())
 

@@ -1,7 +1,7 @@
 """Recurring schedules firing: one transaction per batch takes the due schedules (a claim two schedulers cannot
 both win), moves each to its next firing and saves the job each firing makes, under the idempotency key
 `schedule:<id>:<fire time>` that the jobs' unique index holds to one job per firing. A firing over its client's
-rate limit waits: its schedule is left as it was, still due (services/firing_limits.py)."""
+rate limit waits: its schedule is left as it was, still due (services/scheduling/firing_limits.py)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +21,9 @@ from app.models.setwise import per_row
 from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
-from app.services.firing_limits import FiringLimits
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, opened_job
+from app.services.scheduling.firing_limits import FiringLimits
 from app.services.submit import Draft, insert_drafts, new_drafts
 from app.stores.jobs import JobStore
 

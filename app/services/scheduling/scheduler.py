@@ -8,10 +8,10 @@ from app.core import metrics
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.models.types import utcnow
-from app.services.firing_limits import FiringLimits
-from app.services.firings import fire_due
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
+from app.services.scheduling.firing_limits import FiringLimits
+from app.services.scheduling.firings import fire_due
 
 # A full batch means more may be due: go on, but within one cycle at most this many batches of each.
 MAX_BATCHES_PER_CYCLE = 10
