@@ -3,9 +3,9 @@
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from app.core.statuses import DeadReason
 from app.schemas.job import JobOut
 from app.schemas.requests import REQUEST_CONFIG, WholeNumber
-from app.workers.retry_policy import DeadReason
 
 # The reasons a job (rather than a webhook delivery) dies with.
 JOB_REASONS = [r for r in DeadReason if r is not DeadReason.GONE]

@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
-from app.core.statuses import JobStatus, sources_of
+from app.core.statuses import DeadReason, JobStatus, sources_of
 from app.models import pg_batch
 from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
@@ -35,7 +35,7 @@ from app.services.transitions import (
     trail_of,
 )
 from app.workers import unprocessable
-from app.workers.retry_policy import DeadReason, budget
+from app.workers.retry_policy import budget
 
 S = JobStatus
 BURIABLE = [str(status) for status in sources_of(S.DEAD_LETTERED)]
