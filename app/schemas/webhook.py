@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from app.core.names import SUBSCRIBABLE_EVENTS
-from app.handlers.registry import JOB_TYPES
+from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
@@ -30,8 +30,8 @@ class WebhookCreate(BaseModel):
     @field_validator("job_type")
     @classmethod
     def _known_type(cls, value: str | None) -> str | None:
-        if value is not None and value not in JOB_TYPES:
-            raise ValueError(f"unknown job type; known: {', '.join(sorted(JOB_TYPES))}")
+        if value is not None and value not in PAYLOADS:
+            raise ValueError(f"unknown job type; known: {', '.join(sorted(PAYLOADS))}")
         return value
 
 
