@@ -12,7 +12,7 @@ JOB_REASONS = [r for r in DeadReason if r is not DeadReason.GONE]
 
 
 class DeadJobOut(JobOut):
-    reason: str | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
+    reason: DeadReason | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
 
 
 class DeadJobPage(BaseModel):

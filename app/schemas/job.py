@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator, model_validator
 
+from app.core.statuses import JobStatus
 from app.schemas.payloads.base import PayloadSpec
 from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
@@ -112,7 +113,7 @@ class JobOut(BaseModel):
     id: str
     client_id: str
     job_type: str
-    status: str
+    status: JobStatus
     priority: int
     attempts: int
     max_retries: int

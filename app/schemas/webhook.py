@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from app.core.names import SUBSCRIBABLE_EVENTS
+from app.core.statuses import DeliveryStatus
 from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
@@ -111,6 +112,7 @@ class DeliveryOut(BaseModel):
     job_id: str | None
     webhook_id: str | None = Field(description="The endpoint; null for a job's own callback_url.")
     url: str
-    status: Literal["pending", "succeeded", "failed"]
+    # Each status by name: shown inline, as before the field took the enum, rather than as a reference to it.
+    status: Literal[DeliveryStatus.PENDING, DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED]
     created_at: datetime
     attempts: list[AttemptOut]
