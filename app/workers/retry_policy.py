@@ -20,7 +20,7 @@ class Retry:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    reason: str
+    reason: DeadReason
 
 
 def error_of(exc: BaseException) -> dict[str, Any]:
