@@ -7,8 +7,9 @@ import pytest
 from pydantic import ValidationError
 from pypdf import PdfReader
 
-from app.handlers.document import DocumentPayload, render_pdf
+from app.handlers.document import render_pdf
 from app.handlers.document_templates import spread
+from app.schemas.payloads.document import DocumentPayload
 
 SAMPLE_TEXT = {"invoice": "Invoice INV-0001", "report": "Quarterly report", "letter": "Dear Ms Doe,"}
 LAST_PAGE_TEXT = {"invoice": "Total due", "report": "Findings, part", "letter": "Yours sincerely,"}

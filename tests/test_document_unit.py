@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from pypdf import PdfReader
 
 from app.handlers.base import JobContext
-from app.handlers.document import JOB_TYPE, DocumentPayload, render_pdf
+from app.handlers.document import JOB_TYPE, render_pdf
+from app.schemas.payloads.document import DocumentPayload
 from tests.fake_tools import FakeTools
 
 T = TypeVar("T")

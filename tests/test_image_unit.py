@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from app.core.ssrf import TooLarge, UnsafeURL
 from app.handlers.base import JobContext
 from app.handlers.errors import PermanentError, TransientError
-from app.handlers.image import JOB_TYPE, MAX_BASE64_BYTES, MAX_DOWNLOAD_BYTES, ImagePayload, transform_image
+from app.handlers.image import JOB_TYPE, MAX_DOWNLOAD_BYTES, transform_image
+from app.schemas.payloads.image import MAX_BASE64_BYTES, ImagePayload
 from tests.fake_tools import FakeTools
 
 T = TypeVar("T")

@@ -13,7 +13,8 @@ from app.core.signing import new_secret
 from app.core.ssrf import UnsafeURL
 from app.handlers.base import HttpAnswer, JobContext
 from app.handlers.errors import PermanentError, TransientError
-from app.handlers.notification import JOB_TYPE, NotificationPayload
+from app.handlers.notification import JOB_TYPE
+from app.schemas.payloads.notification import NotificationPayload
 from tests.fake_tools import FakeTools
 
 T = TypeVar("T")

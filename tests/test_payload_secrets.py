@@ -11,8 +11,8 @@ from standardwebhooks.webhooks import Webhook
 from starlette.responses import Response
 
 from app.core.masking import MASK
-from app.handlers.notification import JOB_TYPE as NOTIFICATION
 from app.models.tables import JOB_EVENTS, JOBS, SCHEDULES
+from app.schemas.payloads.notification import SPEC as NOTIFICATION
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhook_worker import WebhookWorker
 from tests.receiver import Received, Receiver

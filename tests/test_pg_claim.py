@@ -3,17 +3,20 @@ audit row and event in SQL, so they must be the same as the ones the portable st
 the finish writes an outcome's rows only where its run's fencing token held."""
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.messages import job_event, loads
-from app.core.names import Names
+from app.core.names import Names, event_type
+from app.core.statuses import JobStatus
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.stores.jobs import postgres as pg_jobs
+from app.stores.jobs import postgres_sql
 from app.stores.postgres import PgConnections
 from app.workers.jobs.outcomes import succeeded
 from app.workers.verdicts import Claimed
@@ -21,6 +24,8 @@ from tests.conftest import NS, REDIS_URL
 from tests.support import claim_many, make_job, stores_for, wait_for, waiting_on_a_row_lock
 
 NAMES = Names(NS)
+# The SQL expression of an event's type, in the statements that build events.
+SQL_TYPE = re.compile(r"\"type\":' \|\| to_json\((.+?)\)::text")
 
 
 async def add(engine: AsyncEngine, *jobs: dict[str, Any]) -> list[str]:
@@ -207,3 +212,19 @@ async def test_the_confirmation_statement_queues_pending_jobs_with_python_built_
         detail = r["detail"] if isinstance(r["detail"], dict) else loads(r["detail"])
         assert detail == {"from": "pending", "to": "queued", "attempt": by_job[r["job_id"]]["attempts"]}
     assert [r["status"] for r in await rows_of(db, JOBS, JOBS.c.id, running)] == ["running"]
+
+
+async def test_the_sql_types_the_event_of_every_status_as_event_type_does(db: AsyncEngine) -> None:
+    # The statements that stage events write each one's type in SQL; whatever status it follows, it is Python's.
+    found = {
+        part for sql in (postgres_sql.CLAIM_RECORDED, postgres_sql.QUEUE_RECORDED) for part in SQL_TYPE.findall(sql)
+    }
+    assert len(found) == 1, found
+    statuses = [str(status) for status in JobStatus]
+    query = text(
+        f"SELECT to_json({found.pop()})::text "
+        "FROM unnest(CAST(:statuses AS varchar[])) WITH ORDINALITY AS m(status, n) ORDER BY m.n"
+    )
+    async with db.connect() as conn:
+        typed = (await conn.execute(query, {"statuses": statuses})).scalars().all()
+    assert [loads(one) for one in typed] == [event_type(status) for status in JobStatus]

@@ -15,8 +15,8 @@ from app.api.state import ApiState
 from app.core import metrics
 from app.core.breaker import BreakerState
 from app.core.ssrf import UnsafeURL
-from app.handlers.registry import JOB_TYPES
 from app.schemas.job import JOB_REQUEST, MAX_BATCH_JOBS, BatchEnvelope, JobOptions
+from app.schemas.payloads.registry import PAYLOADS
 from app.services.rate_limit import Decision
 
 
@@ -144,7 +144,7 @@ Located = tuple[list[str | int], str]  # a URL and the field that holds it
 def _urls(request: JobOptions) -> list[Located]:
     """Each URL the job will call: its callback_url and its payload's."""
     found: list[Located] = [(["callback_url"], request.callback_url)] if request.callback_url else []
-    payload_urls = JOB_TYPES[request.job_type].urls(request.payload)
+    payload_urls = PAYLOADS[request.job_type].urls(request.payload)
     return found + [(["payload", name], url) for name, url in payload_urls.items()]
 
 

@@ -15,7 +15,7 @@ from app.core.database import is_unreachable
 from app.core.masking import mask_urls
 from app.core.secret_box import SecretsUnavailable
 from app.core.ssrf import UnsafeURL
-from app.handlers.registry import JOB_TYPES
+from app.schemas.payloads.registry import PAYLOADS
 from app.services.pagination import BadCursor
 
 DB_RETRY_AFTER = 5
@@ -60,10 +60,10 @@ def _clean(error: Any, prefix: Loc) -> dict[str, Any]:
     loc = list(error.get("loc", ()))
     if not loc and error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
         loc = ["job_type"]  # the request's own discriminator, not one inside the payload
-    elif loc and loc[0] in JOB_TYPES:
+    elif loc and loc[0] in PAYLOADS:
         # A discriminated union puts the job type first, and a union payload its own tag after `payload`;
         # the client's path has neither.
-        tags = JOB_TYPES[loc[0]].union_tags
+        tags = PAYLOADS[loc[0]].union_tags
         loc = loc[1:2] + loc[3:] if loc[1:2] == ["payload"] and len(loc) > 2 and loc[2] in tags else loc[1:]
     # No `input`: a 422 never echoes what was sent; and a URL a message quotes shows no credentials.
     msg = error.get("msg")

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from app.core.broker import DIRECT_REPLY_TO, Outgoing
-from app.core.names import Names, broker_priority, lane_of
+from app.core.names import Names, broker_priority, event_type, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
 RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set x-death
@@ -149,7 +149,7 @@ def job_event(names: Names, job: Mapping[str, Any], created_at: datetime) -> Out
     """The event that follows a status change, on the events exchange as job.<type>.<status>."""
     body = {
         "id": event_id(job["id"], job["seq"]),
-        "type": f"job.{job['status']}",
+        "type": event_type(job["status"]),
         "created_at": created_at,
         "seq": job["seq"],
         "data": {"job": public_job(job)},
@@ -163,6 +163,32 @@ def job_event(names: Names, job: Mapping[str, Any], created_at: datetime) -> Out
         message_id=body["id"],
         mandatory=False,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A job event as a subscriber reads it: its id, type and seq, the job as clients see it after the change, and
+    when it was made (ISO 8601, as sent; None in an event that does not say)."""
+
+    id: str
+    type: str
+    seq: int
+    job: dict[str, Any]
+    created_at: str | None = None
+
+    @classmethod
+    def from_bytes(cls, body: bytes) -> "JobEvent":
+        """The event a body of the events exchange holds (one of a bundle's: `events_of`); ValueError when it holds
+        no job event."""
+        event = loads(body)
+        try:
+            job = event["data"]["job"]
+            fields = (event["id"], event["type"], event["seq"])
+        except (KeyError, TypeError):
+            raise ValueError("not a job event") from None
+        if not isinstance(job, dict):
+            raise ValueError("not a job event: its job is not an object")
+        return cls(*fields, job, event.get("created_at"))
 
 
 PUBLIC_FIELDS = (

@@ -4,9 +4,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.core.backoff import Tier
+from app.core.statuses import JobStatus
 
-# Event types an endpoint may subscribe to: the changes a client acts on.
-SUBSCRIBABLE_EVENTS = ("job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled")
+
+def event_type(status: str) -> str:
+    """The type of the event that follows a job's change to `status` (pg_batch writes it in SQL alike)."""
+    return f"job.{status}"
+
+
+# The changes a client acts on, whose events an endpoint may subscribe to.
+SUBSCRIBABLE_STATUSES = (JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED, JobStatus.RETRYING, JobStatus.CANCELLED)
+SUBSCRIBABLE_EVENTS = tuple(event_type(status) for status in SUBSCRIBABLE_STATUSES)
 TEST_EVENT = "webhook.test"
 
 

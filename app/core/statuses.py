@@ -60,6 +60,17 @@ class DeliveryOutcome(StrEnum):
     FAILED = "failed"  # failed for good
 
 
+class DeadReason(StrEnum):
+    """Why a job or a delivery was dead-lettered: the names stored in `dead_reason` and shown to clients."""
+
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    PERMANENT_ERROR = "permanent_error"
+    TIMEOUT = "timeout"
+    WORKER_LOST = "worker_lost"
+    GONE = "gone"  # a webhook endpoint answered 410
+    UNPROCESSABLE = "unprocessable"  # the service itself failed to process its message three times
+
+
 class TrailEvent(StrEnum):
     """Audit-trail entries that are not a status change (those are named after the new status)."""
 

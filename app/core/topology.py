@@ -10,7 +10,7 @@ from loguru import logger
 
 from app.core.backoff import Tier, busy_delays, job_tiers, schedule_tiers
 from app.core.config import Settings
-from app.core.names import SUBSCRIBABLE_EVENTS, Lane, Names, lane_max_priority
+from app.core.names import SUBSCRIBABLE_STATUSES, Lane, Names, lane_max_priority
 
 # The deliveries of one message a quorum queue allows before it dead-letters the message (RabbitMQ counts every
 # return: a nack with requeue, a consumer's channel or node lost mid-message). The database's retry budget decides
@@ -140,8 +140,8 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
         # Only the events an endpoint can subscribe to; the others (queued, running) are published without
         # `mandatory` (rule 1) and the exchange drops them when nobody else listens.
         *(
-            BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", event.split(".", 1)[1]))
-            for event in SUBSCRIBABLE_EVENTS
+            BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", status))
+            for status in SUBSCRIBABLE_STATUSES
         ),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),

@@ -1,10 +1,12 @@
-"""What a job type is: a payload model and an async handler, and what a handler may use while it runs."""
+"""What a job type is: a payload spec and an async handler, and what a handler may use while it runs."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
+
+from app.schemas.payloads.base import PayloadSpec
 
 T = TypeVar("T")
 
@@ -56,29 +58,19 @@ class JobContext:
 
 
 Handler = Callable[[JobContext, Any], Awaitable[Any]]
-Urls = Callable[[Any], dict[str, str]]
-# A submitted payload (as JSON) -> (the payload as it may be stored and shown, with `***` for each credential;
-# the credentials, in the payload's shape, or {} when there are none).
-Credentials = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
-
-
-def no_urls(_: Any) -> dict[str, str]:
-    return {}
 
 
 @dataclass(frozen=True)
 class JobType:
-    """A job type: its name, the model its payload must fit, and the handler that runs it."""
+    """A job type: what it accepts (its payload spec, all the API knows of it) and the handler that runs it."""
 
-    name: str
-    payload_model: type[BaseModel]
+    spec: PayloadSpec
     handler: Handler
-    description: str
-    # The tags of a union payload model, which pydantic puts in an error's path after `payload`; clients' paths
-    # do not have them.
-    union_tags: frozenset[str] = frozenset()
-    # The URLs the handler will call, by payload field: checked by the SSRF guard at submit time as well.
-    urls: Urls = no_urls
-    # Where the payload holds credentials: sealed at rest, shown as `***`, handed back to the handler alone
-    # (services/payload_secrets.py).
-    credentials: Credentials | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def payload_model(self) -> type[BaseModel]:
+        return self.spec.model

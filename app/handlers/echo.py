@@ -2,17 +2,12 @@
 
 from typing import Any
 
-from pydantic import RootModel
-
 from app.handlers.base import JobContext, JobType
-
-
-class EchoPayload(RootModel[Any]):
-    """Any JSON value."""
+from app.schemas.payloads.echo import SPEC, EchoPayload
 
 
 async def handle(ctx: JobContext, payload: EchoPayload) -> Any:
     return payload.root
 
 
-JOB_TYPE = JobType("echo", EchoPayload, handle, "Returns its payload as the result.")
+JOB_TYPE = JobType(SPEC, handle)

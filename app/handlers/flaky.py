@@ -1,19 +1,8 @@
 """`flaky`: fails on purpose for its first runs, to exercise retries and the dead-letter queue."""
 
-from pydantic import BaseModel, Field
-
 from app.handlers.base import JobContext, JobType
 from app.handlers.errors import PermanentError, TransientError
-from app.schemas.requests import REQUEST_CONFIG, WholeNumber
-
-
-class FlakyPayload(BaseModel):
-    model_config = REQUEST_CONFIG
-
-    fail_times: WholeNumber = Field(
-        default=1, ge=0, le=100, description="Fail while the job has run this many times or fewer."
-    )
-    permanent: bool = Field(default=False, description="Fail with a permanent error instead of a transient one.")
+from app.schemas.payloads.flaky import SPEC, FlakyPayload
 
 
 async def handle(ctx: JobContext, payload: FlakyPayload) -> dict[str, int]:
@@ -24,4 +13,4 @@ async def handle(ctx: JobContext, payload: FlakyPayload) -> dict[str, int]:
     return {"attempts": ctx.runs}
 
 
-JOB_TYPE = JobType("flaky", FlakyPayload, handle, "Fails its first `fail_times` runs, then succeeds.")
+JOB_TYPE = JobType(SPEC, handle)

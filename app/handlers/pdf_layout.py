@@ -2,7 +2,6 @@
 
 import re
 from io import BytesIO
-from typing import Literal
 from xml.sax.saxutils import escape
 
 from reportlab.lib import colors
@@ -14,8 +13,8 @@ from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Table
 from reportlab.platypus.doctemplate import LayoutError
 
 from app.handlers.errors import PermanentError
+from app.schemas.payloads.document_templates import PageSize
 
-PageSize = Literal["A4", "letter"]
 PAGE_SIZES = {"A4": A4, "letter": letter}
 MARGIN = 20 * mm
 # C0 controls other than tab and newline: the standard fonts have no glyph for them and draw boxes.

@@ -2,16 +2,8 @@
 
 import asyncio
 
-from pydantic import BaseModel, Field
-
 from app.handlers.base import JobContext, JobType
-from app.schemas.requests import REQUEST_CONFIG
-
-
-class SleepPayload(BaseModel):
-    model_config = REQUEST_CONFIG
-
-    seconds: float = Field(ge=0, le=600, description="How long to sleep, at most 600 s.")
+from app.schemas.payloads.sleep import SPEC, SleepPayload
 
 
 async def handle(ctx: JobContext, payload: SleepPayload) -> dict[str, float]:
@@ -19,4 +11,4 @@ async def handle(ctx: JobContext, payload: SleepPayload) -> dict[str, float]:
     return {"slept": payload.seconds}
 
 
-JOB_TYPE = JobType("sleep", SleepPayload, handle, "Sleeps for `seconds`; handy for testing timeouts and crashes.")
+JOB_TYPE = JobType(SPEC, handle)

@@ -1,7 +1,12 @@
-"""Rows as the code passes them around: typed, so a wrong key is a type error, not a KeyError at run time."""
+"""Rows as the code passes them around: typed, so a wrong key is a type error, not a KeyError at run time.
+
+Statuses and reasons are typed with the enums of core/statuses.py; as read from the database they are the plain
+text each member equals (StrEnum), so either compares, hashes and serializes the same."""
 
 from datetime import datetime
 from typing import Any, TypedDict, cast
+
+from app.core.statuses import DeadReason, DeliveryStatus, JobStatus
 
 
 class JobRow(TypedDict):
@@ -10,7 +15,7 @@ class JobRow(TypedDict):
     id: str
     client_id: str
     job_type: str
-    status: str
+    status: JobStatus
     priority: int
     max_retries: int
     timeout_seconds: float | None
@@ -21,7 +26,7 @@ class JobRow(TypedDict):
     sealed: str | None  # the payload's credentials, sealed (services/payload_secrets.py)
     result: Any
     error: dict[str, Any] | None
-    dead_reason: str | None
+    dead_reason: DeadReason | None
     idempotency_key: str | None
     request_hash: str | None
     callback_url: str | None
@@ -48,7 +53,7 @@ class DeliveryRow(TypedDict):
     url: str
     body: bytes
     request_id: str | None
-    status: str
+    status: DeliveryStatus
     attempt_count: int  # every attempt ever: the fencing token
     budget_used: int  # attempts in the current retry budget
     next_attempt_at: datetime | None

@@ -3,17 +3,17 @@
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from app.core.statuses import DeadReason
 from app.schemas.job import JobOut
 from app.schemas.page import Page
 from app.schemas.requests import REQUEST_CONFIG, WholeNumber
-from app.workers.retry_policy import DeadReason
 
 # The reasons a job (rather than a webhook delivery) dies with.
 JOB_REASONS = [r for r in DeadReason if r is not DeadReason.GONE]
 
 
 class DeadJobOut(JobOut):
-    reason: str | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
+    reason: DeadReason | None = Field(description=f"{', '.join(JOB_REASONS[:-1])} or {JOB_REASONS[-1]}.")
 
 
 class DeadJobPage(Page[DeadJobOut]):

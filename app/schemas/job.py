@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator, model_validator
 
-from app.handlers.base import JobType
-from app.handlers.registry import JOB_TYPES
+from app.core.statuses import JobStatus
 from app.schemas.page import Page
+from app.schemas.payloads.base import PayloadSpec
+from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
@@ -58,18 +59,18 @@ class JobOptions(BaseModel):
         return self
 
 
-def _request_model(job_type: JobType) -> type[JobOptions]:
-    tag: Any = Literal[job_type.name]
+def _request_model(spec: PayloadSpec) -> type[JobOptions]:
+    tag: Any = Literal[spec.name]
     return create_model(
-        f"{job_type.name.title()}JobRequest",
+        f"{spec.name.title()}JobRequest",
         __base__=JobOptions,
-        __doc__=job_type.description,
+        __doc__=spec.description,
         job_type=(tag, ...),
-        payload=(job_type.payload_model, ...),
+        payload=(spec.model, ...),
     )
 
 
-REQUEST_MODELS = tuple(_request_model(job_type) for job_type in JOB_TYPES.values())
+REQUEST_MODELS = tuple(_request_model(spec) for spec in PAYLOADS.values())
 
 _ANY_REQUEST: Any = Annotated[functools.reduce(operator.or_, REQUEST_MODELS), Field(discriminator="job_type")]
 
@@ -113,7 +114,7 @@ class JobOut(BaseModel):
     id: str
     client_id: str
     job_type: str
-    status: str
+    status: JobStatus
     priority: int
     attempts: int
     max_retries: int

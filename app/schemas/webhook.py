@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from app.core.names import SUBSCRIBABLE_EVENTS
-from app.handlers.registry import JOB_TYPES
+from app.core.statuses import DeliveryStatus
+from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
@@ -30,8 +31,8 @@ class WebhookCreate(BaseModel):
     @field_validator("job_type")
     @classmethod
     def _known_type(cls, value: str | None) -> str | None:
-        if value is not None and value not in JOB_TYPES:
-            raise ValueError(f"unknown job type; known: {', '.join(sorted(JOB_TYPES))}")
+        if value is not None and value not in PAYLOADS:
+            raise ValueError(f"unknown job type; known: {', '.join(sorted(PAYLOADS))}")
         return value
 
 
@@ -111,6 +112,7 @@ class DeliveryOut(BaseModel):
     job_id: str | None
     webhook_id: str | None = Field(description="The endpoint; null for a job's own callback_url.")
     url: str
-    status: Literal["pending", "succeeded", "failed"]
+    # Each status by name: shown inline, as before the field took the enum, rather than as a reference to it.
+    status: Literal[DeliveryStatus.PENDING, DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED]
     created_at: datetime
     attempts: list[AttemptOut]

@@ -15,7 +15,7 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from loguru import logger
 
 from app.core.broker import Broker, consume_when_up, consuming
-from app.core.messages import events_of, loads
+from app.core.messages import JobEvent, events_of
 from app.core.names import Names
 
 
@@ -33,12 +33,10 @@ class LiveEvent:
 
     @classmethod
     def of(cls, body: bytes) -> "LiveEvent":
-        """The event a job event's body holds; KeyError, TypeError or ValueError when it holds none."""
-        event = loads(body)
-        job = event["data"]["job"]
-        return cls(
-            event["id"], event["type"], event["seq"], job["id"], job["job_type"], job["client_id"], body.decode()
-        )
+        """The event a job event's body holds; KeyError or ValueError when it holds none."""
+        event = JobEvent.from_bytes(body)
+        job = event.job
+        return cls(event.id, event.type, event.seq, job["id"], job["job_type"], job["client_id"], body.decode())
 
 
 Wanted = Callable[[LiveEvent], bool]

@@ -1,6 +1,6 @@
 """Credentials inside a job's payload, sealed at rest (CONTRACT "Secrets in payloads", DESIGN.md rule 21).
 
-A job type that names credentials in its payload (`JobType.credentials`) has them taken out when the job is
+A job type that names credentials in its payload (`PayloadSpec.credentials`) has them taken out when the job is
 submitted: the stored payload holds `***` where each stood, so every way out (answers, events built in Python or
 in SQL, webhook deliveries, SSE, the DLQ, logs) shows the mask with no code of its own, and `jobs.sealed` holds
 them, encrypted with the secret box that seals webhook secrets. Only the worker opens them, to hand the handler
@@ -12,14 +12,14 @@ from typing import Any
 
 from app.core.messages import dumps, loads
 from app.core.secret_box import SecretBox
-from app.handlers.registry import JOB_TYPES
+from app.schemas.payloads.registry import PAYLOADS
 
 NO_KEY = SecretBox(None)  # seals nothing: a payload with credentials is refused as SECRET_ENCRYPTION_KEY unset
 
 
 def sealed(job_type: str, payload: Any, box: SecretBox = NO_KEY) -> tuple[Any, str | None]:
     """The payload as it is stored and shown, and its credentials sealed (None when it has none)."""
-    split = JOB_TYPES[job_type].credentials if job_type in JOB_TYPES else None
+    split = PAYLOADS[job_type].credentials if job_type in PAYLOADS else None
     if split is None or not isinstance(payload, dict):
         return payload, None
     shown, hidden = split(payload)

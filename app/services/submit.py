@@ -114,7 +114,7 @@ def new_job_row(
         "id": str(uuid.uuid4()),
         "client_id": client_id,
         "job_type": request.job_type,
-        "status": str(JobStatus.PENDING if due is None else JobStatus.SCHEDULED),
+        "status": JobStatus.PENDING if due is None else JobStatus.SCHEDULED,
         "priority": request.priority,
         "max_retries": request.max_retries,
         "timeout_seconds": request.timeout_seconds,

@@ -4,22 +4,11 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
-from enum import StrEnum
 from typing import Any
 
 from app.core.backoff import Tier, jittered_ms, tier_for_retry
+from app.core.statuses import DeadReason
 from app.handlers.errors import JobTimeout, PermanentError
-
-
-class DeadReason(StrEnum):
-    """Why a job or a delivery was dead-lettered: the names stored in `dead_reason` and shown to clients."""
-
-    RETRIES_EXHAUSTED = "retries_exhausted"
-    PERMANENT_ERROR = "permanent_error"
-    TIMEOUT = "timeout"
-    WORKER_LOST = "worker_lost"
-    GONE = "gone"  # a webhook endpoint answered 410
-    UNPROCESSABLE = "unprocessable"  # the service itself failed to process its message three times
 
 
 @dataclass(frozen=True)
@@ -31,7 +20,7 @@ class Retry:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    reason: str
+    reason: DeadReason
 
 
 def error_of(exc: BaseException) -> dict[str, Any]:

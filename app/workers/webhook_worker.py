@@ -22,7 +22,7 @@ from app.core.safe_http import SafeClient, safe_client
 from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
-from app.core.statuses import DeliveryOutcome, WorkerKind, WorkerState
+from app.core.statuses import DeadReason, DeliveryOutcome, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.deliveries import parse_event
@@ -33,7 +33,7 @@ from app.workers.delivery_batches import DeliveryBatches, breaker_key
 from app.workers.endpoint_breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.workers.endpoint_slots import EndpointSlots
 from app.workers.reports import WorkerReport
-from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
+from app.workers.retry_policy import DeadLetter, Retry, delivery_plan, parse_retry_after
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
 from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
 

@@ -15,9 +15,9 @@ from sqlalchemy import func, select
 from app.core import metrics
 from app.core.resources import Resources
 from app.core.statuses import JobStatus, WorkerState
-from app.handlers.registry import JOB_TYPES
 from app.models.tables import JOBS, OUTBOX, SCHEDULES
 from app.models.types import utcnow
+from app.schemas.payloads.registry import PAYLOADS
 from app.services.job_type_breakers import job_type_breakers
 
 READ_TIMEOUT = 5.0
@@ -135,7 +135,7 @@ class Gauges:
         metrics.SCHEDULED_OVERDUE.set(max([0.0, *lags]))
 
     async def job_circuits(self) -> None:
-        circuits = await asyncio.gather(*(self.breakers.check(job_type) for job_type in JOB_TYPES))
+        circuits = await asyncio.gather(*(self.breakers.check(job_type) for job_type in PAYLOADS))
         for circuit in circuits:
             metrics.CIRCUIT_BREAKER_STATE.labels(circuit.job_type).set(metrics.BREAKER_VALUES[circuit.state])
 

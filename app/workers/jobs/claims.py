@@ -6,14 +6,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.core.statuses import JobStatus
+from app.core.statuses import DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
-from app.workers.retry_policy import DeadReason, budget
+from app.workers.retry_policy import budget
 from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Verdict
 
 S = JobStatus

@@ -4,13 +4,12 @@ or because the service could not process the job's message)."""
 from datetime import datetime
 from typing import Any
 
-from app.core.statuses import JobStatus
+from app.core.statuses import DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.stores.jobs import JobStore, Moved, Outcome
 from app.stores.jobs.moves import Row
 from app.workers import unprocessable
-from app.workers.retry_policy import DeadReason
 
 S = JobStatus
 
