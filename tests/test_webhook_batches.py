@@ -1,6 +1,6 @@
-"""The webhook path's group commits (app/workers/delivery_batches.py): one bad attempt record fails only its own
+"""The webhook path's group commits (app/workers/webhooks/batches.py): one bad attempt record fails only its own
 delivery; a kill -9 between a record batch's commit and its acks sends nothing recorded twice; the pooled client
-keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/endpoint_slots.py; and the longer
+keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/webhooks/slots.py; and the longer
 wait, each time, of a delivery that keeps finding its endpoint busy."""
 
 import asyncio
@@ -28,10 +28,10 @@ from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.relay import make_outbox
 from app.stores.outbox import Pending
-from app.workers.delivery_batches import DeliveryBatches, Event
-from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from app.workers.job_worker import JobWorker
-from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
+from app.workers.webhooks.batches import DeliveryBatches, Event
+from app.workers.webhooks.slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
+from app.workers.webhooks.store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver, serving
 from tests.support import Api, BrokerProbe, app_process, make_job, until_status, wait_for

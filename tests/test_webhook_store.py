@@ -1,4 +1,4 @@
-"""The webhook worker's database side (app/workers/webhook_store.py) on PostgreSQL and SQLite, and its portable
+"""The webhook worker's database side (app/workers/webhooks/store.py) on PostgreSQL and SQLite, and its portable
 statements rendered for MSSQL: fan out, claim by lease, record, release and abandon, each for a whole batch."""
 
 import contextlib
@@ -20,10 +20,10 @@ from app.core.signing import new_secret
 from app.models.tables import ATTEMPTS, CLIENT_SECRETS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.services.deliveries import CALLBACK, ROWS_PER_INSERT, parse_event, reset_for_redelivery
 from app.stores.outbox import Pending
-from app.workers.delivery_batches import DeliveryBatches
 from app.workers.retry_policy import DeadLetter, Retry
 from app.workers.verdicts import Defer, Drop
-from app.workers.webhook_store import (
+from app.workers.webhooks.batches import DeliveryBatches
+from app.workers.webhooks.store import (
     CLAIM,
     Attempt,
     Recording,

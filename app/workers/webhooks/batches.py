@@ -14,7 +14,7 @@ from app.models.rows import DeliveryRow
 from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
 from app.workers.verdicts import Drop
-from app.workers.webhook_store import Claim, Event, Recording, Send, WebhookStore
+from app.workers.webhooks.store import Claim, Event, Recording, Send, WebhookStore
 
 # An admission asked (the delivery, whether an operator sent it), an outcome, or a slot given back unused.
 Gating = tuple[DeliveryRow, bool] | Result | Ask

@@ -11,7 +11,6 @@ from loguru import logger
 
 from app.core import metrics, safe_http
 from app.core.backoff import Tier, busy_wait, jittered_ms, tier_at_most, tier_for_wait
-from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
 from app.core.incoming import Message
 from app.core.logging import worker_request_id
@@ -30,12 +29,13 @@ from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
-from app.workers.delivery_batches import DeliveryBatches, breaker_key
-from app.workers.endpoint_slots import EndpointSlots
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
+from app.workers.tiers import to_tier
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
-from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
+from app.workers.webhooks.batches import DeliveryBatches, breaker_key
+from app.workers.webhooks.slots import EndpointSlots
+from app.workers.webhooks.store import GONE, Attempt, Recording, Send, WebhookStore
 
 SEND = Admission(Gate.SEND)
 
@@ -282,15 +282,10 @@ class WebhookWorker:
             headers.pop(BUSY_HEADER, None)
             if busy:
                 headers[BUSY_HEADER] = busy
-        outgoing = Outgoing(
-            names.webhooks_retry_exchange,
-            queue,
-            message.body,
-            headers,
-            expiration_ms=expiration_ms or jittered_ms(tier),
-            message_id=message.message_id,
-        )
-        await self.resources.broker.publish(outgoing)
+        # A delivery message carries no priority and no reply address: `to_tier` passes on none.
+        expiration = expiration_ms or jittered_ms(tier)
+        exchange = names.webhooks_retry_exchange
+        await to_tier(self.resources.broker, exchange, queue, message, headers, expiration, message.message_id)
 
 
 def _outcome(plan: Retry | DeadLetter | None) -> DeliveryOutcome:
