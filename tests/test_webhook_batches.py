@@ -26,12 +26,15 @@ from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS,
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
 from app.services.deliveries import parse_event
+from app.services.outbox import Outbox
 from app.services.relay import make_outbox
+from app.stores.deliveries import Attempt, Event
 from app.stores.outbox import Pending
 from app.workers.job_worker import JobWorker
-from app.workers.webhooks.batches import DeliveryBatches, Event
+from app.workers.webhooks.batches import DeliveryBatches
+from app.workers.webhooks.claims import Send, claim
+from app.workers.webhooks.outcomes import EndpointHealth, recording
 from app.workers.webhooks.slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
-from app.workers.webhooks.store import Attempt, Recording, Send, WebhookStore
 from tests.conftest import make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver, serving
 from tests.support import Api, BrokerProbe, app_process, make_job, until_status, wait_for
@@ -40,12 +43,12 @@ from tests.test_safe_http import Clock
 # ---------------------------------------------------------------- one bad record among many
 
 
-def store_for(resources: Resources) -> WebhookStore:
-    """The store as the webhook worker builds it."""
+def batches_for(resources: Resources, outbox: Outbox) -> DeliveryBatches:
+    """The batches as the webhook worker builds them."""
     settings = resources.settings
     lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-    box = SecretBox(settings.secret_encryption_key)
-    return WebhookStore(resources.engine, resources.names, box, lease, settings.webhook_disable_after_seconds)
+    health = EndpointHealth(settings.webhook_disable_after_seconds)
+    return DeliveryBatches(resources.stores.deliveries, endpoint_breakers(resources), outbox, lease, health)
 
 
 async def an_endpoint(db: AsyncEngine, box: SecretBox, client_id: str) -> str:
@@ -91,19 +94,19 @@ async def test_an_attempt_the_database_refuses_fails_only_its_own_delivery(db: A
     resources = await Resources.open(make_settings(), role="test-records")
     outbox = make_outbox(resources)
     try:
-        store = store_for(resources)
-        batches = DeliveryBatches(store, endpoint_breakers(resources), outbox)
+        batches = batches_for(resources, outbox)
+        store = batches.store
         client_id = "records-" + uuid.uuid4().hex[:8]
-        await an_endpoint(db, store.box, client_id)
+        await an_endpoint(db, SecretBox(resources.settings.secret_encryption_key), client_id)
         staged = await store.fan_out(await finished_jobs(db, resources, client_id, 4))
         await forget(db, staged)
         ids = [p.message.message_id or "" for one in staged for p in one]
         assert len(ids) == 4
-        sends = [s for s in await store.claim(ids) if isinstance(s, Send)]
+        sends = [s for s in await claim(store, ids, batches.lease_seconds) if isinstance(s, Send)]
         assert len(sends) == 4
         bad, *good = sends
 
-        recordings = [Recording(bad, answered(2**40), None)] + [Recording(s, answered(200), None) for s in good]
+        recordings = [recording(bad, answered(2**40), None)] + [recording(s, answered(200), None) for s in good]
         outcomes = await asyncio.gather(*(batches.record(r) for r in recordings), return_exceptions=True)
 
         assert isinstance(outcomes[0], DBAPIError) and "out of int32 range" in str(outcomes[0])
@@ -123,7 +126,7 @@ async def test_an_attempt_the_database_refuses_fails_only_its_own_delivery(db: A
         }
 
         # The claim still holds: a sane attempt for the same delivery is recorded as usual.
-        assert await batches.record(Recording(bad, answered(200), None)) is True
+        assert await batches.record(recording(bad, answered(200), None)) is True
         assert (await deliveries_by_id(db, [bad_id]))[bad_id] == ("succeeded", 1, None)
     finally:
         await outbox.close()

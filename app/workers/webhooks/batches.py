@@ -13,8 +13,10 @@ from app.core.messages import endpoint_key
 from app.models.rows import DeliveryRow
 from app.services.breakers import Admission, Ask, EndpointBreakers, Gate, Result
 from app.services.outbox import Outbox
+from app.stores.deliveries import DeliveryStore, Event, Judge, Recording
 from app.workers.verdicts import Drop
-from app.workers.webhooks.store import Claim, Event, Recording, Send, WebhookStore
+from app.workers.webhooks import claims
+from app.workers.webhooks.claims import Claim, Send
 
 # An admission asked (the delivery, whether an operator sent it), an outcome, or a slot given back unused.
 Gating = tuple[DeliveryRow, bool] | Result | Ask
@@ -26,11 +28,16 @@ def breaker_key(delivery: DeliveryRow) -> str:
 
 @dataclass
 class DeliveryBatches:
-    store: WebhookStore
+    """`lease_seconds`: how long a claim leases a delivery; `judge`: what a record batch's attempts do to their
+    endpoints' health."""
+
+    store: DeliveryStore
     breakers: EndpointBreakers
     outbox: Outbox
-    max_batch: int = 128
+    lease_seconds: float
+    judge: Judge
     failpoints: Failpoints = field(default_factory=Failpoints)
+    max_batch: int = 128
 
     def __post_init__(self) -> None:
         self.fanouts = GroupCommit("webhook-fanouts", self._fan_out, self.max_batch, is_unreachable)
@@ -80,7 +87,7 @@ class DeliveryBatches:
         return [None] * len(events)
 
     async def _claim(self, delivery_ids: list[str]) -> list[Claim]:
-        verdicts = await self.store.claim(delivery_ids)
+        verdicts = await claims.claim(self.store, delivery_ids, self.lease_seconds)
         orphans = [v.delivery for v in verdicts if isinstance(v, Send) and not v.secrets]
         await self.store.abandon(orphans, GONE_ENDPOINT)
         return [Drop(GONE_ENDPOINT) if isinstance(v, Send) and not v.secrets else v for v in verdicts]
@@ -100,7 +107,7 @@ class DeliveryBatches:
         return [None] * len(claimed)
 
     async def _record(self, batch: list[Recording]) -> list[bool]:
-        recorded = await self.store.record(batch)
+        recorded = await self.store.record(batch, self.judge)
         if any(recorded):
             self.failpoints.hit(Failpoint.AFTER_RECORD_COMMIT)
         return recorded

@@ -18,15 +18,15 @@ from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQ
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import SafeClient, safe_client
-from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
-from app.core.statuses import DeliveryOutcome, WorkerKind, WorkerState
+from app.core.statuses import WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
+from app.stores.deliveries import GONE, Attempt
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.reports import WorkerReport
@@ -34,8 +34,9 @@ from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_pla
 from app.workers.tiers import to_tier
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
 from app.workers.webhooks.batches import DeliveryBatches, breaker_key
+from app.workers.webhooks.claims import Send
+from app.workers.webhooks.outcomes import EndpointHealth, recording
 from app.workers.webhooks.slots import EndpointSlots
-from app.workers.webhooks.store import GONE, Attempt, Recording, Send, WebhookStore
 
 SEND = Admission(Gate.SEND)
 
@@ -51,11 +52,11 @@ class WebhookWorker:
         settings = self.resources.settings
         names = self.resources.names
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-        box = SecretBox(settings.secret_encryption_key)
-        disable_after = settings.webhook_disable_after_seconds
-        store = WebhookStore(self.resources.engine, names, box, lease, disable_after, self.resources.stores.connections)
+        health = EndpointHealth(settings.webhook_disable_after_seconds)
         failpoints = Failpoints.parse(settings.failpoints)
-        self.batches = DeliveryBatches(store, endpoint_breakers(self.resources), self.outbox, failpoints=failpoints)
+        breakers = endpoint_breakers(self.resources)
+        store = self.resources.stores.deliveries
+        self.batches = DeliveryBatches(store, breakers, self.outbox, lease, health, failpoints=failpoints)
         self.slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
         self.waited = 0
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
@@ -216,11 +217,12 @@ class WebhookWorker:
         delivery = send.delivery
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
-        recorded, _ = await asyncio.gather(self.batches.record(Recording(send, attempt, plan)), done)
+        logged = recording(send, attempt, plan)
+        recorded, _ = await asyncio.gather(self.batches.record(logged), done)
         if not recorded:
             await message.ack()  # a newer claim owns it now
             return
-        metrics.deliveries(_outcome(plan)).inc()
+        metrics.deliveries(logged.outcome).inc()
         if isinstance(plan, Retry):
             await self._to_tier(message, plan.tier, plan.expiration_ms, busy=0)
         if isinstance(plan, DeadLetter):
@@ -286,13 +288,6 @@ class WebhookWorker:
         expiration = expiration_ms or jittered_ms(tier)
         exchange = names.webhooks_retry_exchange
         await to_tier(self.resources.broker, exchange, queue, message, headers, expiration, message.message_id)
-
-
-def _outcome(plan: Retry | DeadLetter | None) -> DeliveryOutcome:
-    """webhook_deliveries_total's outcome of a recorded attempt."""
-    if plan is None:
-        return DeliveryOutcome.SUCCEEDED
-    return DeliveryOutcome.RETRYING if isinstance(plan, Retry) else DeliveryOutcome.FAILED
 
 
 def _request_id(event: dict[str, Any]) -> str | None:
