@@ -1,11 +1,13 @@
 """The webhook path's group commits (app/workers/webhooks/batches.py): one bad attempt record fails only its own
 delivery; a kill -9 between a record batch's commit and its acks sends nothing recorded twice; the pooled client
-keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/webhooks/slots.py; and the longer
-wait, each time, of a delivery that keeps finding its endpoint busy."""
+keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/webhooks/slots.py; the endpoint's
+gate (app/workers/webhooks/gate.py); and the longer wait, each time, of a delivery that keeps finding its endpoint
+busy."""
 
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from app.core.signing import new_secret
 from app.core.topology import declare
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
-from app.services.breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
+from app.services.breakers import LEASE_MARGIN_SECONDS, Admission, Ask, Gate, Result
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.services.relay import make_outbox
@@ -33,6 +35,7 @@ from app.stores.outbox import Pending
 from app.workers.job_worker import JobWorker
 from app.workers.webhooks.batches import DeliveryBatches
 from app.workers.webhooks.claims import Send, claim
+from app.workers.webhooks.gate import EndpointGate, Passage, breaker_key
 from app.workers.webhooks.outcomes import EndpointHealth, recording
 from app.workers.webhooks.slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from tests.conftest import make_settings, running_webhook_worker, settings_env
@@ -48,7 +51,7 @@ def batches_for(resources: Resources, outbox: Outbox) -> DeliveryBatches:
     settings = resources.settings
     lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
     health = EndpointHealth(settings.webhook_disable_after_seconds)
-    return DeliveryBatches(resources.stores.deliveries, endpoint_breakers(resources), outbox, lease, health)
+    return DeliveryBatches(resources.stores.deliveries, outbox, lease, health)
 
 
 async def an_endpoint(db: AsyncEngine, box: SecretBox, client_id: str) -> str:
@@ -462,6 +465,68 @@ async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_wa
     assert fast.wait_bound("fast") == SLOW_SECONDS  # known to be fast: worth a longer wait
 
 
+# ---------------------------------------------------------------- the endpoint's gate
+
+
+class AllSend:
+    """Stands in for the endpoint breakers in Redis: every ask may send; every round trip is kept."""
+
+    def __init__(self, gate: Gate = Gate.SEND) -> None:
+        self.gate = gate
+        self.trips: list[tuple[list[Result], list[Ask], list[Ask]]] = []
+
+    async def done_then_admit(
+        self,
+        results: Sequence[Result],
+        asks: Sequence[Ask],
+        freed: Sequence[Ask] = (),
+    ) -> tuple[set[str], list[Admission]]:
+        self.trips.append((list(results), list(asks), list(freed)))
+        return set(), [Admission(self.gate) for _ in asks]
+
+
+class Leases:
+    """Stands in for the deliveries store: the leases given back, by delivery id."""
+
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    async def release(self, claimed: list[dict[str, Any]]) -> None:
+        self.released += [d["id"] for d in claimed]
+
+
+def a_delivery(delivery_id: str) -> dict[str, Any]:
+    return {"id": delivery_id, "endpoint_id": "gated", "url": "http://127.0.0.1:9/hook"}
+
+
+async def test_a_success_hands_both_its_slots_to_the_delivery_waiting_so_it_sends_without_asking() -> None:
+    breakers, leases = AllSend(), Leases()
+    key = breaker_key(a_delivery("a"))
+    gate = EndpointGate(await taught(EndpointSlots(per_endpoint=1), key, FAST), breakers, leases)
+    first = await gate.enter(a_delivery("a"), operator=False)
+    assert isinstance(first, Passage)
+    waiting = asyncio.create_task(gate.enter(a_delivery("b"), operator=False))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # one slot: b waits for a's
+
+    assert await gate.leave(first, ok=True) is None
+    second = await waiting
+
+    assert isinstance(second, Passage) and second.delivery["id"] == "b"
+    assert breakers.trips == [([], [Ask(key, "a", False)], []), ([Result(key, "a", True, "b")], [], [])]
+    await gate.abandon(second)  # nothing sent after all: both slots back
+    assert breakers.trips[-1] == ([], [], [Ask(key, "b", False)])
+    assert not gate.slots.full(key) and leases.released == []
+
+
+async def test_a_delivery_told_to_wait_gives_back_its_slot_and_its_lease() -> None:
+    for said in (Gate.BUSY, Gate.OPEN):
+        leases = Leases()
+        gate = EndpointGate(EndpointSlots(per_endpoint=1), AllSend(said), leases)
+        assert await gate.enter(a_delivery("a"), operator=False) == Admission(said)
+        assert leases.released == ["a"] and not gate.slots.full(breaker_key(a_delivery("a")))
+
+
 # ---------------------------------------------------------------- a busy endpoint's deliveries back off
 
 
@@ -479,9 +544,9 @@ async def test_a_delivery_that_keeps_finding_its_endpoint_busy_waits_longer_each
     assert waits == pytest.approx([0.2, 0.6, 2.4])
     async with running_webhook_worker(settings) as hooks:
         key = str(uuid.uuid4())
-        await taught(hooks.slots, key, SLOW)
+        await taught(hooks.gate.slots, key, SLOW)
         for _ in range(cap):
-            assert await hooks.slots.take(key)  # attempts in flight to a slow endpoint fill every slot
+            assert await hooks.gate.slots.take(key)  # attempts in flight to a slow endpoint fill every slot
         exchange = await broker.channel.get_exchange(names.webhooks_exchange)
         seen = []
         for times_busy in range(4):  # as if back from a delay tier this many times
@@ -506,7 +571,7 @@ async def _waiting_in_a_tier(broker: BrokerProbe, message_id: str) -> tuple[str,
         for queue in queues:
             for message in await broker.take_all(queue):
                 assert message.message_id == message_id
-                found.append((queue, int((message.headers or {}).get(BUSY_HEADER, 0))))  # type: ignore[arg-type]
+                found.append((queue, int((message.headers or {}).get(BUSY_HEADER, 0))))
         return bool(found)
 
     await wait_for(arrived, within=5)

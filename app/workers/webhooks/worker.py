@@ -12,6 +12,7 @@ from loguru import logger
 from app.core import metrics, safe_http
 from app.core.backoff import Tier, busy_wait, jittered_ms, tier_at_most, tier_for_wait
 from app.core.failpoints import Failpoints
+from app.core.group_commit import GroupCommit
 from app.core.incoming import Message
 from app.core.logging import worker_request_id
 from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
@@ -33,12 +34,11 @@ from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, DeadReason, Retry, delivery_plan, parse_retry_after
 from app.workers.tiers import to_tier
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
-from app.workers.webhooks.batches import DeliveryBatches, breaker_key
+from app.workers.webhooks.batches import DeliveryBatches
 from app.workers.webhooks.claims import Send
+from app.workers.webhooks.gate import EndpointGate
 from app.workers.webhooks.outcomes import EndpointHealth, recording
 from app.workers.webhooks.slots import EndpointSlots
-
-SEND = Admission(Gate.SEND)
 
 
 @dataclass
@@ -54,10 +54,10 @@ class WebhookWorker:
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         health = EndpointHealth(settings.webhook_disable_after_seconds)
         failpoints = Failpoints.parse(settings.failpoints)
-        breakers = endpoint_breakers(self.resources)
         store = self.resources.stores.deliveries
-        self.batches = DeliveryBatches(store, breakers, self.outbox, lease, health, failpoints=failpoints)
-        self.slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
+        self.batches = DeliveryBatches(store, self.outbox, lease, health, failpoints=failpoints)
+        slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
+        self.gate = EndpointGate(slots, endpoint_breakers(self.resources), store)
         self.waited = 0
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
         self.fanout = ConsumerGroup(self.resources, f"{self.name}-fanout", fanout_plan, self._fan_out)
@@ -98,16 +98,23 @@ class WebhookWorker:
     def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
         return (self.fanout, self.senders)
 
+    @property
+    def batchers(self) -> "tuple[GroupCommit[Any, Any], ...]":
+        fanouts, claims, records = self.batches.batchers
+        return (fanouts, claims, *self.gate.batchers, records)
+
     async def start(self) -> None:
-        self.batches.reopen()
+        for batcher in self.batchers:
+            batcher.reopen()
         await self.fanout.start()
         await self.senders.start()
 
     async def stop(self, grace: float | None = None) -> None:
         grace = self.resources.settings.shutdown_grace_seconds if grace is None else grace
         await asyncio.gather(self.fanout.stop(grace), self.senders.stop(grace))
-        await self.batches.close()
-        for batcher in self.batches.batchers:
+        for batcher in self.batchers:
+            await batcher.close()
+        for batcher in self.batchers:
             logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
         logger.info("{}: {} delivery message(s) sent to wait in a delay tier", self.name, self.waited)
         await self.http.aclose()
@@ -135,7 +142,7 @@ class WebhookWorker:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
-        if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
+        if key is not None and not operator and self.gate.busy(key):
             await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
             return
         match await self.batches.claim(delivery_id):
@@ -168,46 +175,24 @@ class WebhookWorker:
         await message.reject(requeue=False)
 
     async def _send(self, message: Message, send: Send, operator: bool) -> None:
-        """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
-        or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
-        given back and its retry budget untouched. An operator's action takes a slot here too (the endpoint's cap
-        holds for a recover of many deliveries), waiting for one as for a fast endpoint, but asks no shared one:
-        it goes through the circuit as its probe.
-
-        A slot freed by a success goes straight to the next delivery waiting for it here, shared slot and all:
-        the success closed the circuit, so that delivery is sent without asking, and the success's result,
-        sent to Redis in the same round trip as before, hands its slot over (rule 11's cap holds). An operator's
-        success hands over only the slot here: it may not have been the probe, so its heir still asks."""
-        delivery = send.delivery
-        key = breaker_key(delivery)
-        slot = await self.slots.take(key, delivery["id"], patient=operator)
-        if slot is None:
-            await self.batches.give_back(delivery)
-            await self._wait_busy(message, operator)
-            return
-        held = time.perf_counter()
-        attempt: Attempt | None = None
-        try:
-            admission = SEND if slot.heir_of else await self.batches.admit(delivery, operator)
-            if admission.gate is Gate.BUSY:
+        """Through the endpoint's gate, attempt, record (batched), then ack, send to a delay tier, or reject into
+        the webhook DLQ. Told to wait, the delivery goes back through a delay tier, its lease given back and its
+        retry budget untouched."""
+        passage = await self.gate.enter(send.delivery, operator)
+        if isinstance(passage, Admission):
+            if passage.gate is Gate.OPEN:
+                await self._wait_out(message, tier_at_most(self.tiers, passage.wait), None, operator)
+            else:
                 await self._wait_busy(message, operator)
-                return
-            if admission.gate is Gate.OPEN:
-                await self._wait_out(message, tier_at_most(self.tiers, admission.wait), None, operator)
-                return
-            try:
-                attempt = await self._attempt(delivery, send.secrets)
-            except BaseException:
-                await self.batches.release(delivery)
-                raise
-        finally:
-            if attempt is None:
-                self.slots.give(key, None)
-        # In line before the next admission to this endpoint, so the slot is given at once: the shared slot it
-        # frees is free by the time that admission is judged.
-        succeeded = delivery["id"] if attempt.ok and not operator else None
-        heir = self.slots.give(key, time.perf_counter() - held, succeeded)
-        await self._record(message, send, attempt, self.batches.done(delivery, attempt.ok, heir))
+            return
+        try:
+            attempt = await self._attempt(send.delivery, send.secrets)
+        except BaseException:
+            await self.gate.abandon(passage)
+            raise
+        # The slots given back in line, before the next admission to this endpoint: the shared slot it frees is
+        # free by the time that admission is judged.
+        await self._record(message, send, attempt, self.gate.leave(passage, attempt.ok))
 
     async def _record(
         self, message: Message, send: Send, attempt: Attempt, done: "asyncio.Future[Admission | None]"
