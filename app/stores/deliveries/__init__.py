@@ -1,9 +1,9 @@
 """The deliveries aggregate's store: one delivery per event and endpoint (rule 10), staged with its message; a claim
 by lease; each attempt logged with the delivery's new status, fenced by the claim; a lease given back; a delivery
 failed unsent or sent again. Each method takes a batch and does its work in one transaction (one statement on
-PostgreSQL where it can), its audit rows written by the jobs store. Two implementations: `portable.
-PortableDeliveries` (SQLite, MSSQL by rendering) and `postgres.PgDeliveries`, chosen once by `app.stores.
-open_stores`."""
+PostgreSQL where it can), its audit rows written by the jobs store. Two implementations:
+`portable.PortableDeliveries` (SQLite, MSSQL by rendering) and `postgres.PgDeliveries` (array statements), chosen
+once by `app.stores.open_stores`."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
