@@ -56,7 +56,7 @@ from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 
 REQUEST_ID_MAX = 128
 PARENT_GONE_MARGIN_SECONDS = 5.0  # past the shutdown grace, for the lifespan's own stop
@@ -110,7 +110,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
     """The services the routes reach; a worker this process does not run reads as disabled in /ready."""
     settings, names = resources.settings, resources.names
     box = SecretBox(settings.secret_encryption_key)
-    deliveries = DeliveryService(resources.engine, outbox, names)
+    deliveries = DeliveryService(resources.engine, resources.stores.deliveries, outbox)
     idempotency = IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
     failpoints = Failpoints.parse(settings.failpoints)
     return ApiState(
@@ -120,7 +120,13 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
             resources.engine, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
         ),
         webhooks=WebhookService(
-            resources.engine, outbox, names, box, settings.webhook_allow_private_networks, deliveries
+            resources.engine,
+            outbox,
+            names,
+            box,
+            settings.webhook_allow_private_networks,
+            resources.stores.deliveries,
+            deliveries,
         ),
         deliveries=deliveries,
         dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, failpoints),

@@ -21,7 +21,7 @@ from app.core.topology import build_topology
 from app.main import create_app
 from app.runtime import Runtime, add_worker_process
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from bench.cluster import Cluster, running_cluster
 from bench.private_services import PrivateRabbit, PrivateRedis, running_rabbit, running_redis
 from tests.receiver import Receiver, running_receiver

@@ -24,6 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.core.topology import Topology
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
@@ -326,10 +327,10 @@ class NoBroker:
         return [RuntimeError("no broker in this test") for _ in messages]
 
 
-def stores_for(engine: AsyncEngine, names: Names) -> Stores:
-    """The stores a process would open for this engine (a job's lease: 30 s), keeping no connection between
-    statements, so a test need not close them."""
-    stores = open_stores(engine, names, lease_seconds=30)
+def stores_for(engine: AsyncEngine, names: Names, box: SecretBox | None = None) -> Stores:
+    """The stores a process would open for this engine (a job's lease: 30 s; `box` opens the delivery secrets, none
+    by default), keeping no connection between statements, so a test need not close them."""
+    stores = open_stores(engine, names, lease_seconds=30, box=box or SecretBox(None))
     if stores.connections is not None:
         stores.connections.keeping = False
     return stores

@@ -29,8 +29,8 @@ from app.services.endpoint_health import (
     mark_failing,
 )
 from app.services.job_type_breakers import JobTypeBreakers
-from app.workers.batched_breakers import BatchedBreakers
-from app.workers.endpoint_breakers import (
+from app.workers.jobs.breakers import BatchedBreakers
+from app.workers.webhooks.breakers import (
     ADMIT,
     DONE,
     RELEASE,

@@ -16,7 +16,7 @@ from app.models.tables import OUTBOX
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.receiver import Receiver
 from tests.support import Api, BrokerProbe, stores_for, until_status, wait_for

@@ -14,7 +14,7 @@ from app.core.masking import MASK
 from app.models.tables import JOB_EVENTS, JOBS, SCHEDULES
 from app.schemas.payloads.notification import SPEC as NOTIFICATION
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.receiver import Received, Receiver
 from tests.support import Api, trail, until_status, wait_for
 

@@ -11,7 +11,7 @@ import pytest
 
 from app.core.signing import new_secret, signed_headers
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.live_service import printed, running_example
 from tests.support import ROOT, Api, free_port, wait_for
 

@@ -8,7 +8,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.main import create_app
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import ADMIN_KEY, make_settings
 from tests.receiver import Receiver
 from tests.support import Api, api_with, wait_for

@@ -21,7 +21,7 @@ from app.core import ssrf
 from app.core.safe_http import Address, post, safe_client
 from app.main import create_app
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import ADMIN_KEY, make_settings
 from tests.receiver import Receiver
 from tests.support import Api, api_with, until_status, wait_for

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.receiver import Receiver
 from tests.support import Api, until_status, wait_for
 

@@ -16,7 +16,7 @@ from app.core.names import Lane
 from app.models.tables import JOBS
 from app.workers.jobs.worker import JobWorker
 from app.workers.unprocessable import TRIES, error_of, is_outage
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.support import Api, BrokerProbe, make_job, trail, until_status, wait_for
 

@@ -1,11 +1,13 @@
-"""The webhook path's group commits (app/workers/delivery_batches.py): one bad attempt record fails only its own
+"""The webhook path's group commits (app/workers/webhooks/batches.py): one bad attempt record fails only its own
 delivery; a kill -9 between a record batch's commit and its acks sends nothing recorded twice; the pooled client
-keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/endpoint_slots.py; and the longer
-wait, each time, of a delivery that keeps finding its endpoint busy."""
+keeps to the endpoint's in-flight cap; the in-process slot wait of app/workers/webhooks/slots.py; the endpoint's
+gate (app/workers/webhooks/gate.py); and the longer wait, each time, of a delivery that keeps finding its endpoint
+busy."""
 
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +27,17 @@ from app.core.topology import declare
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
 from app.services.deliveries import parse_event
+from app.services.outbox import Outbox
 from app.services.relay import make_outbox
+from app.stores.deliveries import Attempt, Event
 from app.stores.outbox import Pending
-from app.workers.delivery_batches import DeliveryBatches, Event
-from app.workers.endpoint_breakers import LEASE_MARGIN_SECONDS, endpoint_breakers
-from app.workers.endpoint_slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_store import Attempt, Recording, Send, WebhookStore
+from app.workers.webhooks.batches import DeliveryBatches
+from app.workers.webhooks.breakers import LEASE_MARGIN_SECONDS, Admission, Ask, Gate, Result
+from app.workers.webhooks.claims import Send, claim
+from app.workers.webhooks.gate import EndpointGate, Passage, breaker_key
+from app.workers.webhooks.outcomes import EndpointHealth, recording
+from app.workers.webhooks.slots import FIRST_WAIT_SECONDS, SLOW_SECONDS, EndpointSlots, Slot
 from tests.conftest import make_settings, running_webhook_worker, settings_env
 from tests.receiver import Receiver, serving
 from tests.support import Api, BrokerProbe, app_process, make_job, until_status, wait_for
@@ -40,12 +46,12 @@ from tests.test_safe_http import Clock
 # ---------------------------------------------------------------- one bad record among many
 
 
-def store_for(resources: Resources) -> WebhookStore:
-    """The store as the webhook worker builds it."""
+def batches_for(resources: Resources, outbox: Outbox) -> DeliveryBatches:
+    """The batches as the webhook worker builds them."""
     settings = resources.settings
     lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-    box = SecretBox(settings.secret_encryption_key)
-    return WebhookStore(resources.engine, resources.names, box, lease, settings.webhook_disable_after_seconds)
+    health = EndpointHealth(settings.webhook_disable_after_seconds)
+    return DeliveryBatches(resources.stores.deliveries, outbox, lease, health)
 
 
 async def an_endpoint(db: AsyncEngine, box: SecretBox, client_id: str) -> str:
@@ -91,19 +97,19 @@ async def test_an_attempt_the_database_refuses_fails_only_its_own_delivery(db: A
     resources = await Resources.open(make_settings(), role="test-records")
     outbox = make_outbox(resources)
     try:
-        store = store_for(resources)
-        batches = DeliveryBatches(store, endpoint_breakers(resources), outbox)
+        batches = batches_for(resources, outbox)
+        store = batches.store
         client_id = "records-" + uuid.uuid4().hex[:8]
-        await an_endpoint(db, store.box, client_id)
+        await an_endpoint(db, SecretBox(resources.settings.secret_encryption_key), client_id)
         staged = await store.fan_out(await finished_jobs(db, resources, client_id, 4))
         await forget(db, staged)
         ids = [p.message.message_id or "" for one in staged for p in one]
         assert len(ids) == 4
-        sends = [s for s in await store.claim(ids) if isinstance(s, Send)]
+        sends = [s for s in await claim(store, ids, batches.lease_seconds) if isinstance(s, Send)]
         assert len(sends) == 4
         bad, *good = sends
 
-        recordings = [Recording(bad, answered(2**40), None)] + [Recording(s, answered(200), None) for s in good]
+        recordings = [recording(bad, answered(2**40), None)] + [recording(s, answered(200), None) for s in good]
         outcomes = await asyncio.gather(*(batches.record(r) for r in recordings), return_exceptions=True)
 
         assert isinstance(outcomes[0], DBAPIError) and "out of int32 range" in str(outcomes[0])
@@ -123,7 +129,7 @@ async def test_an_attempt_the_database_refuses_fails_only_its_own_delivery(db: A
         }
 
         # The claim still holds: a sane attempt for the same delivery is recorded as usual.
-        assert await batches.record(Recording(bad, answered(200), None)) is True
+        assert await batches.record(recording(bad, answered(200), None)) is True
         assert (await deliveries_by_id(db, [bad_id]))[bad_id] == ("succeeded", 1, None)
     finally:
         await outbox.close()
@@ -459,6 +465,68 @@ async def test_an_endpoint_whose_busy_slots_have_not_moved_for_a_while_is_not_wa
     assert fast.wait_bound("fast") == SLOW_SECONDS  # known to be fast: worth a longer wait
 
 
+# ---------------------------------------------------------------- the endpoint's gate
+
+
+class AllSend:
+    """Stands in for the endpoint breakers in Redis: every ask may send; every round trip is kept."""
+
+    def __init__(self, gate: Gate = Gate.SEND) -> None:
+        self.gate = gate
+        self.trips: list[tuple[list[Result], list[Ask], list[Ask]]] = []
+
+    async def done_then_admit(
+        self,
+        results: Sequence[Result],
+        asks: Sequence[Ask],
+        freed: Sequence[Ask] = (),
+    ) -> tuple[set[str], list[Admission]]:
+        self.trips.append((list(results), list(asks), list(freed)))
+        return set(), [Admission(self.gate) for _ in asks]
+
+
+class Leases:
+    """Stands in for the deliveries store: the leases given back, by delivery id."""
+
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    async def release(self, claimed: list[dict[str, Any]]) -> None:
+        self.released += [d["id"] for d in claimed]
+
+
+def a_delivery(delivery_id: str) -> dict[str, Any]:
+    return {"id": delivery_id, "endpoint_id": "gated", "url": "http://127.0.0.1:9/hook"}
+
+
+async def test_a_success_hands_both_its_slots_to_the_delivery_waiting_so_it_sends_without_asking() -> None:
+    breakers, leases = AllSend(), Leases()
+    key = breaker_key(a_delivery("a"))
+    gate = EndpointGate(await taught(EndpointSlots(per_endpoint=1), key, FAST), breakers, leases)
+    first = await gate.enter(a_delivery("a"), operator=False)
+    assert isinstance(first, Passage)
+    waiting = asyncio.create_task(gate.enter(a_delivery("b"), operator=False))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # one slot: b waits for a's
+
+    assert await gate.leave(first, ok=True) is None
+    second = await waiting
+
+    assert isinstance(second, Passage) and second.delivery["id"] == "b"
+    assert breakers.trips == [([], [Ask(key, "a", False)], []), ([Result(key, "a", True, "b")], [], [])]
+    await gate.abandon(second)  # nothing sent after all: both slots back
+    assert breakers.trips[-1] == ([], [], [Ask(key, "b", False)])
+    assert not gate.slots.full(key) and leases.released == []
+
+
+async def test_a_delivery_told_to_wait_gives_back_its_slot_and_its_lease() -> None:
+    for said in (Gate.BUSY, Gate.OPEN):
+        leases = Leases()
+        gate = EndpointGate(EndpointSlots(per_endpoint=1), AllSend(said), leases)
+        assert await gate.enter(a_delivery("a"), operator=False) == Admission(said)
+        assert leases.released == ["a"] and not gate.slots.full(breaker_key(a_delivery("a")))
+
+
 # ---------------------------------------------------------------- a busy endpoint's deliveries back off
 
 
@@ -476,9 +544,9 @@ async def test_a_delivery_that_keeps_finding_its_endpoint_busy_waits_longer_each
     assert waits == pytest.approx([0.2, 0.6, 2.4])
     async with running_webhook_worker(settings) as hooks:
         key = str(uuid.uuid4())
-        await taught(hooks.slots, key, SLOW)
+        await taught(hooks.gate.slots, key, SLOW)
         for _ in range(cap):
-            assert await hooks.slots.take(key)  # attempts in flight to a slow endpoint fill every slot
+            assert await hooks.gate.slots.take(key)  # attempts in flight to a slow endpoint fill every slot
         exchange = await broker.channel.get_exchange(names.webhooks_exchange)
         seen = []
         for times_busy in range(4):  # as if back from a delay tier this many times
@@ -503,7 +571,7 @@ async def _waiting_in_a_tier(broker: BrokerProbe, message_id: str) -> tuple[str,
         for queue in queues:
             for message in await broker.take_all(queue):
                 assert message.message_id == message_id
-                found.append((queue, int((message.headers or {}).get(BUSY_HEADER, 0))))  # type: ignore[arg-type]
+                found.append((queue, int((message.headers or {}).get(BUSY_HEADER, 0))))
         return bool(found)
 
     await wait_for(arrived, within=5)

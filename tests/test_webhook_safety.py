@@ -9,7 +9,7 @@ import pytest
 from loguru import logger
 
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import make_settings, settings_env
 from tests.receiver import Receiver
 from tests.support import Api, BrokerProbe, app_process, until_status, wait_for

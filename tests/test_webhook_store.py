@@ -1,4 +1,4 @@
-"""The webhook worker's database side (app/workers/webhook_store.py) on PostgreSQL and SQLite, and its portable
+"""The deliveries store (app/stores/deliveries/) on PostgreSQL and SQLite, and its portable
 statements rendered for MSSQL: fan out, claim by lease, record, release and abandon, each for a whole batch."""
 
 import contextlib
@@ -18,30 +18,39 @@ from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.models.tables import ATTEMPTS, CLIENT_SECRETS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
-from app.services.deliveries import CALLBACK, ROWS_PER_INSERT, parse_event, reset_for_redelivery
+from app.services.deliveries import parse_event
+from app.stores.deliveries import CALLBACK, Attempt, DeliveryStore, Recording
+from app.stores.deliveries.portable import ROWS_PER_INSERT
+from app.stores.deliveries.statements import CLAIM, recorded_update, released, reset_for_redelivery
 from app.stores.outbox import Pending
-from app.workers.delivery_batches import DeliveryBatches
 from app.workers.retry_policy import DeadLetter, Retry
 from app.workers.verdicts import Defer, Drop
-from app.workers.webhook_store import (
-    CLAIM,
-    Attempt,
-    Recording,
-    Send,
-    WebhookStore,
-    recorded_update,
-    released,
-)
+from app.workers.webhooks.batches import DeliveryBatches
+from app.workers.webhooks.claims import Claim, Send, claim
+from app.workers.webhooks.outcomes import EndpointHealth, recording
 from tests.conftest import NS, TEST_SETTINGS
-from tests.support import make_job
+from tests.support import make_job, stores_for
 
 LEASE = 30.0
 BOX = SecretBox(TEST_SETTINGS["secret_encryption_key"])
 Event = tuple[dict[str, Any], bytes, str | None]
 
 
-def store(engine: AsyncEngine) -> WebhookStore:
-    return WebhookStore(engine, Names(NS), BOX, lease_seconds=LEASE, disable_after_seconds=3600)
+HEALTH = EndpointHealth(disable_after_seconds=3600)
+
+
+def store(engine: AsyncEngine) -> DeliveryStore:
+    return stores_for(engine, Names(NS), BOX).deliveries
+
+
+async def claims(engine: AsyncEngine, ids: list[str]) -> list[Claim]:
+    """What one claim batch of the webhook worker decides for these deliveries' messages, in their order."""
+    return await claim(store(engine), ids, LEASE)
+
+
+async def record(engine: AsyncEngine, batch: list[Recording]) -> list[bool]:
+    """Record a batch of attempts as the webhook worker does, its endpoints judged."""
+    return await store(engine).record(batch, HEALTH)
 
 
 def a_client() -> str:
@@ -91,7 +100,7 @@ async def fanned(engine: AsyncEngine, events: list[Event]) -> list[str]:
 
 
 async def sends(engine: AsyncEngine, ids: list[str]) -> list[Send]:
-    verdicts = await store(engine).claim(ids)
+    verdicts = await claims(engine, ids)
     assert all(isinstance(v, Send) for v in verdicts), verdicts
     return [v for v in verdicts if isinstance(v, Send)]
 
@@ -191,7 +200,7 @@ async def test_a_claim_leases_each_delivery_once_and_opens_its_secrets(engine: A
     )
     before = datetime.now(UTC)
 
-    verdicts = await store(engine).claim([by_endpoint, by_callback, "msg_no_such_delivery", by_endpoint])
+    verdicts = await claims(engine, [by_endpoint, by_callback, "msg_no_such_delivery", by_endpoint])
 
     first, second, unknown, again = verdicts
     assert isinstance(first, Send) and isinstance(second, Send)
@@ -209,7 +218,7 @@ async def test_a_claim_leases_each_delivery_once_and_opens_its_secrets(engine: A
     assert again == Defer(LEASE, in_flight=True)  # the same delivery twice in one batch: the first one sends
     assert (await deliveries(engine, [by_endpoint]))[by_endpoint]["lease_until"] == lease
 
-    leased = await store(engine).claim([by_endpoint, by_callback, "msg_no_such_delivery"])
+    leased = await claims(engine, [by_endpoint, by_callback, "msg_no_such_delivery"])
     assert [type(v) for v in leased] == [Defer, Defer, Drop]
     assert all(LEASE - 5 < v.seconds <= LEASE for v in leased if isinstance(v, Defer))  # until the lease ends
     assert [v.in_flight for v in leased if isinstance(v, Defer)] == [True, True]  # due, and being attempted
@@ -227,12 +236,13 @@ async def test_a_record_batch_logs_a_success_a_retry_and_a_dead_letter(engine: A
     next_at = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
     before = datetime.now(UTC)
 
-    recorded = await store(engine).record(
+    recorded = await record(
+        engine,
         [
-            Recording(ok, answered(200), None),
-            Recording(retried, answered(503), Retry(Tier(1, 0.2), 200, next_at)),
-            Recording(dead, answered(500, error="HTTP 500"), DeadLetter("retries_exhausted")),
-        ]
+            recording(ok, answered(200), None),
+            recording(retried, answered(503), Retry(Tier(1, 0.2), 200, next_at)),
+            recording(dead, answered(500, error="HTTP 500"), DeadLetter("retries_exhausted")),
+        ],
     )
 
     assert recorded == [True, True, True]
@@ -268,9 +278,9 @@ async def test_a_record_fenced_out_by_a_newer_claim_returns_false_and_writes_not
         past = datetime.now(UTC) - timedelta(seconds=1)
         await conn.execute(update(DELIVERIES).where(DELIVERIES.c.id == the_id).values(lease_until=past))
     [newer] = await sends(engine, [the_id])
-    assert await store(engine).record([Recording(newer, answered(200), None)]) == [True]
+    assert await record(engine, [recording(newer, answered(200), None)]) == [True]
 
-    assert await store(engine).record([Recording(late, answered(500), DeadLetter("retries_exhausted"))]) == [False]
+    assert await record(engine, [recording(late, answered(500), DeadLetter("retries_exhausted"))]) == [False]
 
     row = (await deliveries(engine, [the_id]))[the_id]
     assert (row["status"], row["attempt_count"], row["budget_used"]) == ("succeeded", 1, 1)
@@ -288,9 +298,9 @@ async def test_a_success_fenced_out_by_a_newer_claim_writes_no_attempt_and_no_au
         past = datetime.now(UTC) - timedelta(seconds=1)
         await conn.execute(update(DELIVERIES).where(DELIVERIES.c.id == first).values(lease_until=past))
     [newer] = await sends(engine, [first])
-    assert await store(engine).record([Recording(newer, answered(201), None)]) == [True]
+    assert await record(engine, [recording(newer, answered(201), None)]) == [True]
 
-    recorded = await store(engine).record([Recording(late, answered(200), None), Recording(other, answered(200), None)])
+    recorded = await record(engine, [recording(late, answered(200), None), recording(other, answered(200), None)])
 
     assert recorded == [False, True]
     logged = await attempts(engine, [first, second])
@@ -314,9 +324,9 @@ async def test_a_redelivery_while_attempts_are_in_flight_is_not_undone_by_their_
             await conn.execute(reset_for_redelivery(the_id))
     later = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
 
-    assert await store(engine).record([Recording(succeeding, answered(200), None)]) == [True]
-    assert await store(engine).record(
-        [Recording(failing, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
+    assert await record(engine, [recording(succeeding, answered(200), None)]) == [True]
+    assert await record(
+        engine, [recording(failing, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
     ) == [True]
 
     rows = await deliveries(engine, [first, second])
@@ -329,10 +339,10 @@ async def test_a_redelivery_while_attempts_are_in_flight_is_not_undone_by_their_
     assert [[(a["attempt"], a["status_code"]) for a in logged[i]] for i in (first, second)] == [[(1, 200)], [(1, 500)]]
     [next_claim] = await sends(engine, [second])  # the operator's message finds it due at once
     assert next_claim.delivery["attempt_count"] == 1
-    assert await store(engine).record(
-        [Recording(next_claim, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
+    assert await record(
+        engine, [recording(next_claim, answered(500, error="HTTP 500"), Retry(Tier(1, 0.2), 200, later))]
     ) == [True]
-    [not_due] = await store(engine).claim([second])  # a second copy of the operator's message, after its attempt
+    [not_due] = await claims(engine, [second])  # a second copy of the operator's message, after its attempt
     assert isinstance(not_due, Defer) and not not_due.in_flight and not_due.seconds > 3600
 
 
@@ -344,7 +354,7 @@ async def test_a_response_body_with_nul_characters_is_recorded_with_them_replace
     retry = Retry(Tier(1, 0.2), 200, datetime.now(UTC) + timedelta(minutes=1))
 
     odd = Attempt(502, 4.0, "bad\x00gateway", "head\x00tail")
-    assert await store(engine).record([Recording(send, odd, retry)]) == [True]
+    assert await record(engine, [recording(send, odd, retry)]) == [True]
 
     [logged] = (await attempts(engine, [the_id]))[the_id]
     assert (logged["response_body"], logged["error"]) == ("head\ufffdtail", "bad\ufffdgateway")
@@ -365,14 +375,14 @@ async def test_release_gives_the_lease_back_only_where_the_claim_still_holds(eng
     [second] = await sends(engine, [the_id])  # claimable again at once
     due = datetime.now(UTC) - timedelta(seconds=1)  # a retry already due, so the next claim takes it
     retry = Retry(Tier(1, 0.2), 200, due)
-    assert await store(engine).record([Recording(second, answered(503), retry)]) == [True]
+    assert await record(engine, [recording(second, answered(503), retry)]) == [True]
     [third] = await sends(engine, [the_id])
     assert third.delivery["attempt_count"] == 1
 
     await store(engine).release([second.delivery])  # a stale claim: the newer lease stays
 
     assert (await deliveries(engine, [the_id]))[the_id]["lease_until"] == third.delivery["lease_until"]
-    assert [type(v) for v in await store(engine).claim([the_id])] == [Defer]
+    assert [type(v) for v in await claims(engine, [the_id])] == [Defer]
 
 
 async def test_abandon_fails_the_deliveries_and_writes_their_audit_rows(engine: AsyncEngine) -> None:
@@ -407,7 +417,7 @@ async def test_a_success_at_a_failing_endpoint_clears_its_failing_since(engine: 
     [send] = await sends(engine, [the_id])
     assert send.failing is True
 
-    assert await store(engine).record([Recording(send, answered(204), None)]) == [True]
+    assert await record(engine, [recording(send, answered(204), None)]) == [True]
 
     after = await endpoint(engine, endpoint_id)
     assert (after["failing_since"], after["active"]) == (None, True)
@@ -422,7 +432,7 @@ async def test_a_success_at_a_healthy_endpoint_leaves_its_row_untouched(engine: 
     assert send.failing is False
 
     with statements(engine) as sent:
-        assert await store(engine).record([Recording(send, answered(200), None)]) == [True]
+        assert await record(engine, [recording(send, answered(200), None)]) == [True]
 
     assert sent and not [sql for sql in sent if "webhook_endpoints" in sql]  # not even a no-op UPDATE
     after = await endpoint(engine, endpoint_id)
@@ -465,8 +475,8 @@ def test_the_claim_renders_for_mssql_with_output_instead_of_returning() -> None:
 def test_the_record_and_release_statements_render_for_mssql() -> None:
     ok, retried = claimed_row(0), claimed_row(2)
     plans = {
-        ok["id"]: Recording(Send(ok, []), answered(200), None),
-        retried["id"]: Recording(Send(retried, []), answered(503), Retry(Tier(1, 0.2), 200, NOW)),
+        ok["id"]: recording(Send(ok, []), answered(200), None),
+        retried["id"]: recording(Send(retried, []), answered(503), Retry(Tier(1, 0.2), 200, NOW)),
     }
     record = _mssql(recorded_update(plans, NOW))
     assert "OUTPUT inserted.id WHERE" in record and "RETURNING" not in record
@@ -486,7 +496,7 @@ def test_the_record_and_release_statements_render_for_mssql() -> None:
     ]
     assert (values["lease_until"], values["updated_at"]) == (None, NOW)
     retries = [claimed_row(1) for _ in range(DeliveryBatches.max_batch)]
-    full = {d["id"]: Recording(Send(d, []), answered(503), Retry(Tier(1, 0.2), 200, NOW)) for d in retries}
+    full = {d["id"]: recording(Send(d, []), answered(503), Retry(Tier(1, 0.2), 200, NOW)) for d in retries}
     assert len(_mssql_params(recorded_update(full, NOW))) < 2100  # a whole record batch in one MSSQL statement
 
     release = _mssql(released([ok, retried]))

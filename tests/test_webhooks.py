@@ -15,7 +15,7 @@ from app.core.broker import Broker
 from app.core.messages import events_of
 from app.models.tables import CLIENT_SECRETS, ENDPOINTS
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import RABBITMQ_URL
 from tests.receiver import Received, Receiver
 from tests.support import Api, BrokerProbe, trail, until_status, wait_for

@@ -13,6 +13,7 @@ from app.core.names import Names
 from app.core.recent_logs import RecentLogs
 from app.core.redaction import Redactor
 from app.core.redis_batch import RedisBatch
+from app.core.secret_box import SecretBox
 from app.core.topology import Topology, build_topology
 from app.stores import Stores, open_stores
 
@@ -43,7 +44,8 @@ class Resources:
         keys = (topology.names.recent_logs_key, topology.names.recent_info_logs_key)
         logs = RecentLogs(redis, keys, Redactor.for_settings(settings), settings.log_level)
         logs.start()
-        stores = open_stores(engine, topology.names, settings.lock_ttl_seconds)
+        box = SecretBox(settings.secret_encryption_key)
+        stores = open_stores(engine, topology.names, settings.lock_ttl_seconds, box)
         return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis), stores)
 
     async def close(self) -> None:

@@ -1,5 +1,6 @@
 """Set-based statements, portable (DESIGN.md rule 14): the one place that shapes portable SQL for many rows at
-once. (PostgreSQL's one-statement forms of the hot path, beside these, are the other marked place: pg_batch.py.)
+once. (PostgreSQL's one-statement forms of the hot path, beside these, are the other marked place:
+app/stores/*/postgres*.py.)
 
 Per-row values travel as `CASE id WHEN … THEN … END`, standard SQL on PostgreSQL, SQLite and MSSQL, so one
 UPDATE changes a batch of rows, each to its own values, with a per-row guard in its WHERE. `RETURNING` (which

@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import delivery_id, dumps
@@ -14,12 +13,13 @@ from app.core.names import TEST_EVENT, Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.core.ssrf import Resolver, resolve
-from app.models.tables import CLIENT_SECRETS, ENDPOINTS
+from app.models.tables import ENDPOINTS
 from app.models.types import utcnow
-from app.services import deliveries
 from app.services.deliveries import DeliveryService
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
+from app.stores.deliveries import DeliveryStore, Fanned, Target
+from app.stores.deliveries.secrets import client_secret
 from app.stores.jobs.moves import Row
 
 ROTATION_OVERLAP = timedelta(hours=24)
@@ -32,6 +32,7 @@ class WebhookService:
     names: Names
     box: SecretBox
     allow_private: bool
+    deliveries: DeliveryStore
     delivery_service: DeliveryService | None = None
     resolver: Resolver | None = None  # the system's own when None
 
@@ -140,8 +141,8 @@ class WebhookService:
                 "client_id": endpoint["client_id"],
             }
             body = dumps({k: v for k, v in event.items() if k != "client_id"})
-            target = deliveries.Target(endpoint_id, endpoint["url"], endpoint_id)
-            [staged] = await deliveries.stage(conn, self.names, [deliveries.Fanned(event, body, [target], request_id)])
+            target = Target(endpoint_id, endpoint["url"], endpoint_id)
+            [staged] = await self.deliveries.stage(conn, [Fanned(event, body, [target], request_id)])
         await self.outbox.publish(staged)
         return delivery_id(event["id"], endpoint_id)
 
@@ -152,20 +153,3 @@ async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str
     )
     row = (await conn.execute(query)).first()
     return dict(row._mapping) if row else None
-
-
-async def client_secret(conn: AsyncConnection, box: SecretBox, client_id: str) -> str:
-    """The client's default secret, created (once, even under a race) when missing."""
-    query = select(CLIENT_SECRETS.c.secret).where(CLIENT_SECRETS.c.client_id == client_id)
-    sealed = (await conn.execute(query)).scalar_one_or_none()
-    if sealed is None:
-        secret = new_secret()
-        try:
-            async with conn.begin_nested():
-                await conn.execute(
-                    insert(CLIENT_SECRETS).values(client_id=client_id, secret=box.seal(secret), created_at=utcnow())
-                )
-            return secret
-        except IntegrityError:
-            sealed = (await conn.execute(query)).scalar_one()
-    return box.open(sealed)

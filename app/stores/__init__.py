@@ -7,7 +7,11 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.stores import postgres
+from app.stores.deliveries import DeliveryStore
+from app.stores.deliveries.portable import PortableDeliveries
+from app.stores.deliveries.postgres import PgDeliveries
 from app.stores.jobs import JobStore
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres import PgJobs
@@ -21,6 +25,7 @@ from app.stores.postgres import PgConnections
 class Stores:
     jobs: JobStore
     outbox: OutboxStore
+    deliveries: DeliveryStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -29,11 +34,15 @@ class Stores:
             await self.connections.close()
 
 
-def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float) -> Stores:
-    """The stores for this engine's database; `lease_seconds` is how long a claimed job's lease lasts."""
+def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: SecretBox) -> Stores:
+    """The stores for this engine's database; `lease_seconds` is how long a claimed job's lease lasts, `box` opens
+    the secrets that sign deliveries."""
     if postgres.applies(engine):
         connections = PgConnections(engine)
         pg_outbox = PgOutbox(engine)
-        return Stores(PgJobs(engine, names, pg_outbox, lease_seconds, connections), pg_outbox, connections)
+        pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
+        pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, connections)
     outbox = PortableOutbox(engine)
-    return Stores(PortableJobs(engine, names, outbox, lease_seconds), outbox)
+    jobs = PortableJobs(engine, names, outbox, lease_seconds)
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box))

@@ -9,7 +9,7 @@ from loguru import logger
 from app.core.config import Settings
 from app.runtime import Runtime, add_worker_process
 from app.workers.jobs.worker import JobWorker
-from app.workers.webhook_worker import WebhookWorker
+from app.workers.webhooks.worker import WebhookWorker
 
 
 async def run_worker_process(

@@ -46,20 +46,20 @@ class PgJobs(PortableJobs):
     async def save(self, conn: AsyncConnection, new: NewJobs) -> list[Pending]:
         """New jobs, their first audit rows and their messages staged, in one statement."""
         outbox = outbox_columns(rows_of(new.messages, utcnow(), new.owners))
-        columns = (*outbox, *_event_columns(new.trail), *_job_columns(new.jobs))
+        columns = (*outbox, *event_columns(new.trail), *_job_columns(new.jobs))
         ids = sorted(int(row["id"]) for row in await postgres.rows(conn, SAVE_JOBS, columns))
         return [Pending(i, m, j) for i, m, j in zip(ids, new.messages, new.owners, strict=True)]
 
     async def audit(self, conn: AsyncConnection, rows: list[Row]) -> None:
         """Audit rows (job_id, event, detail, created_at), one statement."""
-        await postgres.rows(conn, INSERT_EVENTS, _event_columns(rows))
+        await postgres.rows(conn, INSERT_EVENTS, event_columns(rows))
 
     async def record(self, conn: AsyncConnection, moves: list[Move]) -> list[Moved]:
         """The audit rows and staged events of moves already made, in one statement."""
         if not moves:
             return []
         events = events_of(self.names, moves)
-        columns = (*outbox_columns(rows_of(events, utcnow())), *_event_columns(trail_of(moves)))
+        columns = (*outbox_columns(rows_of(events, utcnow())), *event_columns(trail_of(moves)))
         ids = sorted(int(row["id"]) for row in await postgres.rows(conn, INSERT_EVENTS_AND_OUTBOX, columns))
         return [(m.after, Pending(i, event)) for m, i, event in zip(moves, ids, events, strict=True)]
 
@@ -99,7 +99,8 @@ class PgJobs(PortableJobs):
         ]
 
 
-def _event_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
+def event_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
+    """Audit rows as INSERT_EVENTS's four arrays."""
     return (
         [r["job_id"] for r in rows],
         [str(r["event"]) for r in rows],

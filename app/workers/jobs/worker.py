@@ -31,9 +31,9 @@ from app.services.job_type_breakers import job_type_breakers
 from app.services.outbox import Outbox
 from app.stores.outbox import Pending
 from app.workers import unprocessable
-from app.workers.batched_breakers import BatchedBreakers
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.breakers import BatchedBreakers
 from app.workers.jobs.cpu_pool import CpuPool
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock

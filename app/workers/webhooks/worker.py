@@ -11,33 +11,34 @@ from loguru import logger
 
 from app.core import metrics, safe_http
 from app.core.backoff import Tier, busy_wait, jittered_ms, tier_at_most, tier_for_wait
-from app.core.broker import Outgoing
 from app.core.failpoints import Failpoints
+from app.core.group_commit import GroupCommit
 from app.core.incoming import Message
 from app.core.logging import worker_request_id
 from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import SafeClient, safe_client
-from app.core.secret_box import SecretBox
 from app.core.signing import signed_headers
 from app.core.ssrf import UnsafeURL
-from app.core.statuses import DeadReason, DeliveryOutcome, WorkerKind, WorkerState
+from app.core.statuses import DeadReason, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
+from app.stores.deliveries import GONE, Attempt
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
-from app.workers.delivery_batches import DeliveryBatches, breaker_key
-from app.workers.endpoint_breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
-from app.workers.endpoint_slots import EndpointSlots
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, Retry, delivery_plan, parse_retry_after
+from app.workers.tiers import to_tier
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
-from app.workers.webhook_store import GONE, Attempt, Recording, Send, WebhookStore
-
-SEND = Admission(Gate.SEND)
+from app.workers.webhooks.batches import DeliveryBatches
+from app.workers.webhooks.breakers import LEASE_MARGIN_SECONDS, Admission, Gate, endpoint_breakers
+from app.workers.webhooks.claims import Send
+from app.workers.webhooks.gate import EndpointGate
+from app.workers.webhooks.outcomes import EndpointHealth, recording
+from app.workers.webhooks.slots import EndpointSlots
 
 
 @dataclass
@@ -51,12 +52,12 @@ class WebhookWorker:
         settings = self.resources.settings
         names = self.resources.names
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-        box = SecretBox(settings.secret_encryption_key)
-        disable_after = settings.webhook_disable_after_seconds
-        store = WebhookStore(self.resources.engine, names, box, lease, disable_after, self.resources.stores.connections)
+        health = EndpointHealth(settings.webhook_disable_after_seconds)
         failpoints = Failpoints.parse(settings.failpoints)
-        self.batches = DeliveryBatches(store, endpoint_breakers(self.resources), self.outbox, failpoints=failpoints)
-        self.slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
+        store = self.resources.stores.deliveries
+        self.batches = DeliveryBatches(store, self.outbox, lease, health, failpoints=failpoints)
+        slots = EndpointSlots(settings.webhook_max_in_flight_per_endpoint)
+        self.gate = EndpointGate(slots, endpoint_breakers(self.resources), store)
         self.waited = 0
         fanout_plan = {names.webhook_events_queue: settings.webhook_fanout_consumers}
         self.fanout = ConsumerGroup(self.resources, f"{self.name}-fanout", fanout_plan, self._fan_out)
@@ -97,16 +98,23 @@ class WebhookWorker:
     def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
         return (self.fanout, self.senders)
 
+    @property
+    def batchers(self) -> "tuple[GroupCommit[Any, Any], ...]":
+        fanouts, claims, records = self.batches.batchers
+        return (fanouts, claims, *self.gate.batchers, records)
+
     async def start(self) -> None:
-        self.batches.reopen()
+        for batcher in self.batchers:
+            batcher.reopen()
         await self.fanout.start()
         await self.senders.start()
 
     async def stop(self, grace: float | None = None) -> None:
         grace = self.resources.settings.shutdown_grace_seconds if grace is None else grace
         await asyncio.gather(self.fanout.stop(grace), self.senders.stop(grace))
-        await self.batches.close()
-        for batcher in self.batches.batchers:
+        for batcher in self.batchers:
+            await batcher.close()
+        for batcher in self.batchers:
             logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
         logger.info("{}: {} delivery message(s) sent to wait in a delay tier", self.name, self.waited)
         await self.http.aclose()
@@ -134,7 +142,7 @@ class WebhookWorker:
         delivery_id = json.loads(message.body).get("delivery_id", "")
         worker_request_id.set(_header(message, REQUEST_ID_HEADER))
         operator, key = bool(_header(message, OPERATOR_HEADER)), _header(message, ENDPOINT_HEADER)
-        if key is not None and not operator and self.slots.full(key) and not self.slots.wait_bound(key):
+        if key is not None and not operator and self.gate.busy(key):
             await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
             return
         match await self.batches.claim(delivery_id):
@@ -167,46 +175,24 @@ class WebhookWorker:
         await message.reject(requeue=False)
 
     async def _send(self, message: Message, send: Send, operator: bool) -> None:
-        """Take a slot (in this process, then shared), attempt, record (batched), then ack, send to a delay tier,
-        or reject into the webhook DLQ. Told to wait, the delivery goes back through a delay tier with its lease
-        given back and its retry budget untouched. An operator's action takes a slot here too (the endpoint's cap
-        holds for a recover of many deliveries), waiting for one as for a fast endpoint, but asks no shared one:
-        it goes through the circuit as its probe.
-
-        A slot freed by a success goes straight to the next delivery waiting for it here, shared slot and all:
-        the success closed the circuit, so that delivery is sent without asking, and the success's result,
-        sent to Redis in the same round trip as before, hands its slot over (rule 11's cap holds). An operator's
-        success hands over only the slot here: it may not have been the probe, so its heir still asks."""
-        delivery = send.delivery
-        key = breaker_key(delivery)
-        slot = await self.slots.take(key, delivery["id"], patient=operator)
-        if slot is None:
-            await self.batches.give_back(delivery)
-            await self._wait_busy(message, operator)
-            return
-        held = time.perf_counter()
-        attempt: Attempt | None = None
-        try:
-            admission = SEND if slot.heir_of else await self.batches.admit(delivery, operator)
-            if admission.gate is Gate.BUSY:
+        """Through the endpoint's gate, attempt, record (batched), then ack, send to a delay tier, or reject into
+        the webhook DLQ. Told to wait, the delivery goes back through a delay tier, its lease given back and its
+        retry budget untouched."""
+        passage = await self.gate.enter(send.delivery, operator)
+        if isinstance(passage, Admission):
+            if passage.gate is Gate.OPEN:
+                await self._wait_out(message, tier_at_most(self.tiers, passage.wait), None, operator)
+            else:
                 await self._wait_busy(message, operator)
-                return
-            if admission.gate is Gate.OPEN:
-                await self._wait_out(message, tier_at_most(self.tiers, admission.wait), None, operator)
-                return
-            try:
-                attempt = await self._attempt(delivery, send.secrets)
-            except BaseException:
-                await self.batches.release(delivery)
-                raise
-        finally:
-            if attempt is None:
-                self.slots.give(key, None)
-        # In line before the next admission to this endpoint, so the slot is given at once: the shared slot it
-        # frees is free by the time that admission is judged.
-        succeeded = delivery["id"] if attempt.ok and not operator else None
-        heir = self.slots.give(key, time.perf_counter() - held, succeeded)
-        await self._record(message, send, attempt, self.batches.done(delivery, attempt.ok, heir))
+            return
+        try:
+            attempt = await self._attempt(send.delivery, send.secrets)
+        except BaseException:
+            await self.gate.abandon(passage)
+            raise
+        # The slots given back in line, before the next admission to this endpoint: the shared slot it frees is
+        # free by the time that admission is judged.
+        await self._record(message, send, attempt, self.gate.leave(passage, attempt.ok))
 
     async def _record(
         self, message: Message, send: Send, attempt: Attempt, done: "asyncio.Future[Admission | None]"
@@ -216,11 +202,12 @@ class WebhookWorker:
         delivery = send.delivery
         metrics.WEBHOOK_DURATION.observe(attempt.duration_ms / 1000)
         plan = None if attempt.ok else self._plan(delivery, attempt)
-        recorded, _ = await asyncio.gather(self.batches.record(Recording(send, attempt, plan)), done)
+        logged = recording(send, attempt, plan)
+        recorded, _ = await asyncio.gather(self.batches.record(logged), done)
         if not recorded:
             await message.ack()  # a newer claim owns it now
             return
-        metrics.deliveries(_outcome(plan)).inc()
+        metrics.deliveries(logged.outcome).inc()
         if isinstance(plan, Retry):
             await self._to_tier(message, plan.tier, plan.expiration_ms, busy=0)
         if isinstance(plan, DeadLetter):
@@ -282,22 +269,10 @@ class WebhookWorker:
             headers.pop(BUSY_HEADER, None)
             if busy:
                 headers[BUSY_HEADER] = busy
-        outgoing = Outgoing(
-            names.webhooks_retry_exchange,
-            queue,
-            message.body,
-            headers,
-            expiration_ms=expiration_ms or jittered_ms(tier),
-            message_id=message.message_id,
-        )
-        await self.resources.broker.publish(outgoing)
-
-
-def _outcome(plan: Retry | DeadLetter | None) -> DeliveryOutcome:
-    """webhook_deliveries_total's outcome of a recorded attempt."""
-    if plan is None:
-        return DeliveryOutcome.SUCCEEDED
-    return DeliveryOutcome.RETRYING if isinstance(plan, Retry) else DeliveryOutcome.FAILED
+        # A delivery message carries no priority and no reply address: `to_tier` passes on none.
+        expiration = expiration_ms or jittered_ms(tier)
+        exchange = names.webhooks_retry_exchange
+        await to_tier(self.resources.broker, exchange, queue, message, headers, expiration, message.message_id)
 
 
 def _request_id(event: dict[str, Any]) -> str | None:
