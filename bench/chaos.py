@@ -1,7 +1,7 @@
 """`python -m bench.chaos [--jobs N] [--rate R] [--seed S] [--output FILE]` (`make chaos`): the service under
 many faults at once, then checked from the database, the broker and the webhook receiver.
 
-It starts a PostgreSQL, a Redis and a RabbitMQ node of its own (bench/private_services.py: stopping and
+It starts a PostgreSQL, a Redis and a RabbitMQ node of its own (tests/local/private_services.py: stopping and
 restarting them disturbs nothing else on the machine), then the service as separate processes: the API, two job
 workers and a webhook worker. It submits N jobs of mixed types at a steady rate (each with an idempotency key,
 sent again until answered), with a webhook endpoint on a local receiver that verifies every signature. While
@@ -30,9 +30,10 @@ from typing import Any
 import httpx
 
 from bench.chaos_checks import Findings, check_run
-from bench.env import ROOT, free_port
-from bench.private_services import PrivateServices, private_services
+from bench.env import ROOT
 from bench.procs import Proc, Procs, wait_http_ready
+from tests.local.ports import free_port
+from tests.local.private_services import PrivateServices, private_services
 
 NAMESPACE = "chaos"
 WORKER_KILLS, API_KILLS = 20, 2

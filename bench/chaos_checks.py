@@ -14,7 +14,7 @@ import httpx
 
 from app.core.names import Names
 from app.core.statuses import TERMINAL, JobStatus, can_move
-from bench.private_services import PrivateServices
+from tests.local.private_services import PrivateServices
 
 if TYPE_CHECKING:
     from bench.chaos import Submitted

@@ -7,8 +7,6 @@ exchanges (the service's topology and the bench's own), and the namespace's Redi
 
 import asyncio
 import os
-import random
-import socket
 import subprocess
 import sys
 import uuid
@@ -45,29 +43,6 @@ BASELINE_TABLE = "bench_baseline_jobs"
 # The baselines' queues are lazy, as the service's lanes are (app/core/topology.py), so that their ratios compare
 # the code and not the broker's queue mode (a long classic queue that is not lazy stalls the broker's confirms).
 BASELINE_QUEUE_ARGS = {"x-queue-mode": "lazy"}
-
-
-# Ports for the processes a run starts, below Linux's ephemeral range (32768-60999 by default), so no outgoing
-# connection can take one while its process restarts: a SIGKILLed API or a restarted PostgreSQL binds it again.
-LISTEN_PORTS = range(20000, 32768)
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now, outside the ephemeral range, not handed out before by this run."""
-    draw = random.Random()
-    for _ in range(1000):
-        port = draw.choice(LISTEN_PORTS)
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-    raise RuntimeError(f"no free port in {LISTEN_PORTS.start}-{LISTEN_PORTS.stop - 1} on 127.0.0.1")
 
 
 @dataclass

@@ -14,11 +14,12 @@ import httpx
 
 from app.core.names import Lane
 from app.core.topology import declare
-from bench.env import RABBITMQ_URL, BenchEnv, free_port
+from bench.env import RABBITMQ_URL, BenchEnv
 from bench.infra import Broker, Db
 from bench.procs import CpuMeter, Proc, Procs, until, wait_http_ready
 from bench.profile import Profiler
 from bench.sizes import Sizes
+from tests.local.ports import free_port
 
 CLIENT_ID = "bench"
 

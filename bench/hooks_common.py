@@ -7,11 +7,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.env import free_port
 from bench.harness import Harness, Server, read_ids, records, reset_receiver
 from bench.procs import Proc, wait_http_ready
 from bench.sizes import drain_budget
 from bench.stats import percentile
+from tests.local.ports import free_port
 
 
 @dataclass(frozen=True)

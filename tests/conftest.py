@@ -7,7 +7,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aio_pika
 import pytest
@@ -22,8 +22,8 @@ from app.main import create_app
 from app.runtime import Runtime, add_worker_process
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhooks.worker import WebhookWorker
-from bench.cluster import Cluster, running_cluster
-from bench.private_services import PrivateRabbit, PrivateRedis, running_rabbit, running_redis
+from tests.local.cluster import Cluster, running_cluster
+from tests.local.private_services import PrivateRabbit, PrivateRedis, running_rabbit, running_redis
 from tests.receiver import Receiver, running_receiver
 from tests.support import ROOT, Api, BrokerProbe, api_with, rabbitmqctl_json, wait_for
 
@@ -154,7 +154,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def private_rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRabbit]:
-    """A RabbitMQ node of this run's own (bench/private_services.py), for the tests that stop their broker: the
+    """A RabbitMQ node of this run's own (tests/local/private_services.py), for the tests that stop their broker: the
     machine's is shared and never stopped. Started on first use, stopped and removed when the module that used it
     ends, also when a test fails."""
     with running_rabbit(tmp_path_factory.mktemp("rabbit"), prefix=NS) as rabbit:
@@ -213,50 +213,41 @@ async def engine(request: pytest.FixtureRequest, sqlite_url: str) -> AsyncIterat
         await db.dispose()
 
 
+W = TypeVar("W", JobWorker, WebhookWorker)
+ROLES: dict[type[Any], str] = {JobWorker: "test-worker", WebhookWorker: "test-webhooks"}
+
+
 @contextlib.asynccontextmanager
-async def running_job_worker(settings: Settings, background: bool = True) -> AsyncIterator[JobWorker]:
-    """A job worker in this process, consuming every lane of the test namespace, once all its consumers are;
-    `background`: with the background workers (outbox relay, overdue republisher, retention, DLQ janitor) a
-    worker process runs."""
-    async with Runtime.opened(settings, role="test-worker", grace=5) as runtime:
-        job_worker = add_worker_process(runtime, JobWorker, background=background, observed=False)
+async def start_worker(kind: type[W], settings: Settings, background: bool = False) -> AsyncIterator[W]:
+    """A job or webhook worker in this process, consuming the test namespace's queues, once all its consumers
+    are. `background`: with the background workers a worker process runs (outbox relay, overdue republisher,
+    retention, DLQ janitor). A webhook worker starts once earlier tests' job events are dropped, so its fan-out
+    starts with this test's events rather than a backlog."""
+    if kind is WebhookWorker:
+        probe = await BrokerProbe.connect(RABBITMQ_URL, build_topology(settings))
+        await probe.purge(probe.topology.names.webhook_events_queue)
+        await probe.close()
+    async with Runtime.opened(settings, role=ROLES[kind], grace=5) as runtime:
+        started = add_worker_process(runtime, kind, background=background, observed=False)
         await runtime.start()
 
         async def running() -> bool:
-            return job_worker.state == WorkerState.RUNNING
+            return started.state == WorkerState.RUNNING
 
         await wait_for(running, within=15)
-        yield job_worker
+        yield started
 
 
 @pytest.fixture
 async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
-    """A job worker in this process with the background workers a worker process runs (`running_job_worker`)."""
-    async with running_job_worker(settings) as job_worker:
+    """A job worker in this process with the background workers a worker process runs."""
+    async with start_worker(JobWorker, settings, background=True) as job_worker:
         yield job_worker
-
-
-@contextlib.asynccontextmanager
-async def running_webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
-    """A webhook worker in this process, with these settings; earlier tests' job events are dropped first,
-    so its fan-out starts with this test's events rather than a backlog."""
-    probe = await BrokerProbe.connect(RABBITMQ_URL, build_topology(settings))
-    await probe.purge(probe.topology.names.webhook_events_queue)
-    await probe.close()
-    async with Runtime.opened(settings, role="test-webhooks", grace=5) as runtime:
-        hooks = add_worker_process(runtime, WebhookWorker, background=False, observed=False)
-        await runtime.start()
-
-        async def running() -> bool:
-            return hooks.state == WorkerState.RUNNING
-
-        await wait_for(running, within=15)
-        yield hooks
 
 
 @pytest.fixture
 async def webhook_worker(settings: Settings) -> AsyncIterator[WebhookWorker]:
-    async with running_webhook_worker(settings) as hooks:
+    async with start_worker(WebhookWorker, settings) as hooks:
         yield hooks
 
 

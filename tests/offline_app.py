@@ -1,5 +1,5 @@
 """`python -m tests.offline_app <the service's arguments>`: the service with name lookups that never leave the
-machine, for the fuzz run (tests/test_fuzz_api.py), whose generated URLs name hosts anywhere.
+machine, for the fuzz run (tests/api/test_fuzz_api.py), whose generated URLs name hosts anywhere.
 
 An IP literal and `localhost` resolve as usual; any other name fails at once as an unknown host would, so no
 DNS query is sent. uvloop is kept out (its resolver would bypass this one), so the event loop is asyncio's.

@@ -31,8 +31,8 @@ from app.stores import Stores, open_stores
 from app.workers.jobs.batches import JobBatches
 from app.workers.jobs.locks import JobLocks
 from app.workers.verdicts import Verdict
-from bench.env import free_port as free_port  # one rule for every port a test or a bench run listens on
-from bench.private_services import PrivateRabbit, PrivateRedis
+from tests.local.ports import free_port as free_port  # one rule for every port a test or a bench run listens on
+from tests.local.private_services import PrivateRabbit, PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")

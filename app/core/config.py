@@ -17,7 +17,7 @@ class Settings(BaseSettings):
     )
 
     # Each field's docstring is its description: `python -m app settings-doc` writes .env.example and
-    # docs/settings.md from them, and tests/test_settings_doc.py fails when those files drift from this model.
+    # docs/settings.md from them, and tests/core/test_settings_doc.py fails when those files drift from this model.
 
     database_url: str = "sqlite+aiosqlite:///./var/app.db"
     """SQLAlchemy async URL of the database: sqlite+aiosqlite://, postgresql+asyncpg:// or mssql+aioodbc://."""

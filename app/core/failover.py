@@ -8,7 +8,7 @@ from yarl import URL
 from app.core.incoming import LeanChannel
 
 # aio-pika's one attempt at opening the transport of `self.url`. It is private, so aio-pika is pinned, and
-# tests/test_cluster.py fails over between listed nodes and would catch a rename.
+# tests/flows/test_cluster.py fails over between listed nodes and would catch a rename.
 _connect_transport = RobustConnection._RobustConnection__connect_transport  # type: ignore[attr-defined]
 
 

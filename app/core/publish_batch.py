@@ -7,7 +7,7 @@ does what `aiormq.Channel.basic_publish` does for each message, for all of them 
 channel state (its delivery tags, its confirmations, its message ids for returns), so the broker's confirms,
 nacks and returns are still read and matched by aiormq's own reader. It uses these parts of aiormq (pinned in
 requirements.txt): `Channel.lock`, `delivery_tag`, `confirmations`, `message_id_delivery_tag`, `write_queue`,
-`create_future`, `number`, `max_content_size`, and `abc.ChannelFrame.marshall`; tests/test_publish_batch.py
+`create_future`, `number`, `max_content_size`, and `abc.ChannelFrame.marshall`; tests/core/test_publish_batch.py
 checks confirms, a return and a closed channel against the real broker."""
 
 import asyncio

@@ -78,7 +78,7 @@ _ANY_REQUEST: Any = Annotated[functools.reduce(operator.or_, REQUEST_MODELS), Fi
 JOB_REQUEST: TypeAdapter[JobOptions] = TypeAdapter(_ANY_REQUEST)
 JobRequest: Any = _ANY_REQUEST  # the same union, as a field's type (a schedule's job)
 
-# Shown with JobRequest in OpenAPI; tests/test_openapi.py checks each against the schema.
+# Shown with JobRequest in OpenAPI; tests/api/test_openapi.py checks each against the schema.
 JOB_REQUEST_EXAMPLES: list[dict[str, Any]] = [
     {"job_type": "echo", "payload": {"any": "json"}, "priority": 5, "max_retries": 3, "idempotency_key": "order-123"},
     {"job_type": "document", "payload": {"template": "invoice", "pages": 3}},

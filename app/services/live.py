@@ -149,6 +149,11 @@ class EventFeed:
         self._tag = ""  # the consumer's, while bound
         self.ready = asyncio.Event()  # the queue is bound and consumed
 
+    @property
+    def binding(self) -> tuple[AbstractChannel, str] | None:
+        """The channel and consumer tag of the feed's queue while it is bound."""
+        return (self._channel, self._tag) if self._channel is not None else None
+
     async def start(self) -> None:
         """Watch for idleness; the queue is bound when the first stream asks for it."""
         self._watch = asyncio.create_task(self._unbind_when_idle(), name="live-event-feed-idle")

@@ -80,7 +80,7 @@ class ConsumerGroup:
         wanted = [specs[queue_name] for queue_name, count in self.plan.items() for _ in range(count)]
         # All at once: one after another, a worker starting on a backlog ran with a few consumers for as long as
         # the rest took to attach (four round trips each, slowed by the messages the first ones were handling).
-        started = await asyncio.gather(*(self._consume(spec) for spec in wanted), return_exceptions=True)
+        started = await asyncio.gather(*(self.attach(spec) for spec in wanted), return_exceptions=True)
         self.consumers.extend(c for c in started if isinstance(c, Consumer))
         failed = [exc for exc in started if isinstance(exc, BaseException)]
         if failed:
@@ -89,7 +89,8 @@ class ConsumerGroup:
         logger.info("{} consuming: {}", self.name, self.plan)
         await self._watch()
 
-    async def _consume(self, spec: QueueSpec) -> Consumer:
+    async def attach(self, spec: QueueSpec) -> Consumer:
+        """One prefetch-1 consumer on its own channel, attached to `spec`'s queue."""
         channel = await self.intake.connection.channel()
         await channel.set_qos(prefetch_count=1)
         # Declared through this channel so the robust channel restores queue and consumer after a reconnect.
@@ -125,7 +126,7 @@ class ConsumerGroup:
         logger.warning("{}: a consumer of {} stopped consuming; starting a new one", self.name, consumer.queue_name)
         with contextlib.suppress(Exception):  # closed: aio-pika no longer restores it
             await asyncio.wait_for(consumer.channel.close(), timeout=CHANNEL_TIMEOUT)
-        return await asyncio.wait_for(self._consume(consumer.spec), timeout=REPLACE_TIMEOUT)
+        return await asyncio.wait_for(self.attach(consumer.spec), timeout=REPLACE_TIMEOUT)
 
     async def _on_message(self, consumer: Consumer, message: Message) -> None:
         task = asyncio.current_task()

@@ -101,7 +101,7 @@ SAVE_JOBS = "WITH new_jobs AS (" + shifted(INSERT_JOBS, 12) + "), " + INSERT_EVE
 # The audit rows and events of the jobs a claim moves are built here, in SQL, from the rows as moved, so the
 # whole batch is one statement (a transaction by itself: no BEGIN, no COMMIT, no second statement for the rows
 # that follow from the first). The event body is the same bytes as `messages.job_event` builds in Python
-# (compact JSON, its keys in its order, datetimes as ISO 8601 in UTC); tests/test_pg_claim.py holds the two
+# (compact JSON, its keys in its order, datetimes as ISO 8601 in UTC); tests/stores/test_pg_claim.py holds the two
 # side by side.
 def _json_text(column: str, kind: str) -> str:
     """SQL for the compact JSON text of one column of `moved`, as orjson writes its Python value."""
