@@ -157,6 +157,9 @@ def app_from_environment() -> FastAPI:
     return app
 
 
+ROUTES = (health, api_keys, jobs, schedules, live, webhooks, deliveries, dlq, circuits, logs, workers, overview)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The API application; nothing connects until its lifespan starts."""
     app = FastAPI(
@@ -172,28 +175,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings or get_settings()
     app.add_middleware(SubmitPath, api=app)  # added first, so the innermost: every middleware below applies to it
     app.add_middleware(RequestBody, settings=app.state.settings)  # inside the request id and the body deadline
-    app.add_middleware(
-        CorrelationIdMiddleware,
-        header_name="X-Request-ID",
-        validator=valid_request_id,
-    )
+    app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-ID", validator=valid_request_id)
     app.add_middleware(BodyDeadline, seconds=app.state.settings.request_body_timeout_seconds)
     errors.install(app)
     http_metrics.mount(app)
-    for module in (
-        health,
-        api_keys,
-        jobs,
-        schedules,
-        live,
-        webhooks,
-        deliveries,
-        dlq,
-        circuits,
-        logs,
-        workers,
-        overview,
-    ):
+    for module in ROUTES:
         app.include_router(module.router)
     dashboard.mount(app)
     docs_pages.mount(app)

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.core.safe_http import DNS_MAX_SECONDS, DNS_MIN_SECONDS
+from app.core.dns_cache import DNS_MAX_SECONDS, DNS_MIN_SECONDS
 
 
 class Settings(BaseSettings):

@@ -92,3 +92,95 @@ def delivery_row(mapping: Any) -> DeliveryRow:
 def endpoint_keys(mapping: Any) -> EndpointKeys:
     """An endpoint's row, or the part of it EndpointKeys names, as EndpointKeys (more columns may ride along)."""
     return cast(EndpointKeys, dict(mapping))
+
+
+class TrailEntry(TypedDict):
+    """One entry of a job's audit trail, as the API shows it."""
+
+    event: str  # the new status, or a TrailEvent
+    detail: dict[str, Any]
+    created_at: datetime
+
+
+class TrailRow(TrailEntry):
+    """A `job_events` row as written."""
+
+    job_id: str
+
+
+class ScheduleRow(TypedDict):
+    """A `schedules` row: a recurring job request, every column."""
+
+    id: str
+    client_id: str
+    name: str
+    cron: str
+    timezone: str
+    job: dict[str, Any]  # the job request each firing submits, a credential written `***`
+    sealed: str | None
+    active: bool
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    version: int  # a firing's compare-and-set guard
+    created_at: datetime
+    updated_at: datetime
+
+
+class EndpointRow(EndpointKeys):
+    """A `webhook_endpoints` row, every column: its keys and health (EndpointKeys), and what it subscribes to."""
+
+    client_id: str
+    url: str
+    job_type: str | None  # only this job type's events, if set
+    events: list[str]
+    description: str | None
+    job_id: str | None  # only this job's events, if set
+    disabled_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ApiKeyRow(TypedDict):
+    """An `api_keys` row: the key's hash, never the key."""
+
+    id: str
+    client_id: str
+    key_hash: str
+    prefix: str
+    admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class ArtifactRow(TypedDict):
+    """An `artifacts` row: a job's output file, in the row or on disk."""
+
+    job_id: str
+    client_id: str
+    content_type: str
+    filename: str
+    size: int
+    sha256: str
+    data: bytes | None
+    path: str | None
+    created_at: datetime
+
+
+class AttemptRow(TypedDict):
+    """A `delivery_attempts` row as written: one attempt's outcome."""
+
+    delivery_id: str
+    attempt: int
+    status_code: int | None  # None when no answer came
+    error: str | None
+    response_body: str | None  # its first bytes
+    duration_ms: float
+    next_attempt_at: datetime | None
+    created_at: datetime
+
+
+class DeliveryLog(DeliveryRow):
+    """A delivery as its log shows it: the row, the endpoint it goes to, every attempt so far."""
+
+    webhook_id: str | None
+    attempts: list[dict[str, Any]]  # delivery_attempts rows as read, their ids too

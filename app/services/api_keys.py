@@ -8,6 +8,7 @@ import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import cast
 
 from loguru import logger
 from redis.exceptions import RedisError
@@ -15,10 +16,10 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.redis_batch import RedisBatch
+from app.models.rows import ApiKeyRow
 from app.models.tables import API_KEYS
 from app.models.types import utcnow
 from app.services.tenancy import Principal
-from app.stores.jobs.moves import Row
 
 KEYS = API_KEYS
 KEY_PREFIX = "tq_"
@@ -111,10 +112,10 @@ class ApiKeyService:
                 logger.warning("a key was revoked but Redis is unreachable ({}); cached keys wait for it", exc)
                 await asyncio.sleep(BUMP_RETRY_SECONDS)
 
-    async def create(self, client_id: str, admin: bool) -> tuple[Row, str]:
+    async def create(self, client_id: str, admin: bool) -> tuple[ApiKeyRow, str]:
         """Create a key; the plain key is returned this once and never stored."""
         key = new_key()
-        row: Row = {
+        row: ApiKeyRow = {
             "id": str(uuid.uuid4()),
             "client_id": client_id,
             "key_hash": hash_key(key),
@@ -127,10 +128,10 @@ class ApiKeyService:
             await conn.execute(insert(KEYS).values(**row))
         return row, key
 
-    async def list(self) -> list[Row]:
+    async def list(self) -> list[ApiKeyRow]:
         query = select(KEYS).order_by(KEYS.c.created_at.desc(), KEYS.c.id)
         async with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in await conn.execute(query)]
+            return [cast(ApiKeyRow, dict(r._mapping)) for r in await conn.execute(query)]
 
     async def revoke(self, key_id: str) -> bool:
         """Revoke a key; False when there is no such live key."""

@@ -6,16 +6,16 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.resources import Resources
+from app.models.rows import ArtifactRow
 from app.models.tables import ARTIFACTS
 from app.models.types import utcnow
 from app.services.tenancy import Principal, visible_to
-from app.stores.jobs.moves import Row
 
 
 def artifact_url(job_id: str) -> str:
@@ -57,14 +57,14 @@ class ArtifactStore:
         partial.replace(target)  # atomic: a reader never sees half a file
         return str(target)
 
-    async def load(self, principal: Principal, job_id: str) -> tuple[Row, bytes] | None:
+    async def load(self, principal: Principal, job_id: str) -> tuple[ArtifactRow, bytes] | None:
         """The job's file and its metadata, if the caller may see the job; None otherwise."""
         query = select(ARTIFACTS).where(ARTIFACTS.c.job_id == job_id, visible_to(ARTIFACTS, principal))
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
         if row is None:
             return None
-        meta = dict(row._mapping)
+        meta = cast(ArtifactRow, dict(row._mapping))
         if meta["path"]:
             try:
                 return meta, await asyncio.to_thread(Path(meta["path"]).read_bytes)

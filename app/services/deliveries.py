@@ -9,16 +9,16 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.statuses import DeliveryStatus
+from app.models.rows import DeliveryLog, delivery_row
 from app.models.tables import ATTEMPTS, DELIVERIES, JOBS
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
 from app.stores.deliveries import DeliveryStore
-from app.stores.jobs.moves import Row
 
 
-def parse_event(body: bytes) -> Row:
+def parse_event(body: bytes) -> dict[str, Any]:
     """A job event as published on the events exchange."""
-    event: Row = json.loads(body)
+    event: dict[str, Any] = json.loads(body)
     if not isinstance(event, dict) or "id" not in event or "type" not in event:
         raise ValueError("not a job event")
     return event
@@ -32,24 +32,24 @@ class DeliveryService:
     store: DeliveryStore
     outbox: Outbox
 
-    async def for_job(self, principal: Principal, job_id: str) -> list[Row] | None:
+    async def for_job(self, principal: Principal, job_id: str) -> list[DeliveryLog] | None:
         async with self.engine.connect() as conn:
             visible = select(JOBS.c.id).where(JOBS.c.id == job_id, visible_to(JOBS, principal))
             if (await conn.execute(visible)).first() is None:
                 return None
             return await self._with_attempts(conn, select(DELIVERIES).where(DELIVERIES.c.job_id == job_id))
 
-    async def for_endpoint(self, principal: Principal, endpoint_id: str, status: str | None) -> list[Row]:
+    async def for_endpoint(self, principal: Principal, endpoint_id: str, status: str | None) -> list[DeliveryLog]:
         query = select(DELIVERIES).where(DELIVERIES.c.endpoint_id == endpoint_id, visible_to(DELIVERIES, principal))
         if status:
             query = query.where(DELIVERIES.c.status == status)
         async with self.engine.connect() as conn:
             return await self._with_attempts(conn, query)
 
-    async def _with_attempts(self, conn: AsyncConnection, query: Any) -> list[Row]:
-        deliveries = [dict(r._mapping) for r in await conn.execute(query.order_by(DELIVERIES.c.created_at))]
+    async def _with_attempts(self, conn: AsyncConnection, query: Any) -> list[DeliveryLog]:
+        deliveries = [delivery_row(r._mapping) for r in await conn.execute(query.order_by(DELIVERIES.c.created_at))]
         ids = [d["id"] for d in deliveries]
-        attempts: dict[str, list[Row]] = {i: [] for i in ids}
+        attempts: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
         if ids:
             rows = await conn.execute(
                 select(ATTEMPTS).where(ATTEMPTS.c.delivery_id.in_(ids)).order_by(ATTEMPTS.c.attempt)

@@ -19,7 +19,6 @@ from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
 from app.stores import steps
 from app.stores.jobs import JobStore
-from app.stores.jobs.moves import Row
 from app.stores.outbox import Pending
 
 S = JobStatus
@@ -57,12 +56,13 @@ class DlqService:
 
     async def page(
         self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Row], str | None]:
+    ) -> tuple[list[JobRow], str | None]:
         """Dead-lettered jobs, newest first, and the cursor to the next page when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        return await newest_first(self.engine, JOBS, query, limit, cursor, "dlq")
+        rows, after = await newest_first(self.engine, JOBS, query, limit, cursor, "dlq")
+        return [job_row(row) for row in rows], after
 
     async def stats(self, principal: Principal) -> dict[str, Any]:
         """Counts of the caller's dead-lettered jobs, by type and by reason."""

@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -11,7 +12,7 @@ from app.core.failpoints import Failpoints
 from app.core.messages import expecting_reply
 from app.core.names import Names
 from app.core.secret_box import SecretBox
-from app.models.rows import JobRow, job_row
+from app.models.rows import JobRow, TrailEntry, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
@@ -22,7 +23,6 @@ from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
 from app.stores.jobs import JobStore
-from app.stores.jobs.moves import Row
 
 __all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 
@@ -132,22 +132,23 @@ class JobService:
 
     async def page(
         self, principal: Principal, status: str | None, job_type: str | None, limit: int, cursor: str | None
-    ) -> tuple[list[Row], str | None]:
+    ) -> tuple[list[JobRow], str | None]:
         """Newest first; returns the page and the cursor to the next one when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal))
         if status:
             query = query.where(JOBS.c.status == status)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
-        return await newest_first(self.engine, JOBS, query, limit, cursor, "jobs")
+        rows, after = await newest_first(self.engine, JOBS, query, limit, cursor, "jobs")
+        return [job_row(row) for row in rows], after
 
-    async def events(self, principal: Principal, job_id: str) -> list[Row] | None:
+    async def events(self, principal: Principal, job_id: str) -> list[TrailEntry] | None:
         """The job's audit trail, oldest first; None when the job is not the caller's."""
         if await self.get(principal, job_id) is None:
             return None
         query = select(EVENTS.c.event, EVENTS.c.detail, EVENTS.c.created_at).where(EVENTS.c.job_id == job_id)
         async with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in await conn.execute(query.order_by(EVENTS.c.id))]
+            return [cast(TrailEntry, dict(r._mapping)) for r in await conn.execute(query.order_by(EVENTS.c.id))]
 
 
 async def _outcomes(filed: Filed, known: dict[int, JobRow]) -> Outcomes:

@@ -27,7 +27,7 @@ from app.core.messages import JobMessage, job_event, job_outgoing
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import JobStatus, TrailEvent
-from app.models.rows import JobRow, job_with
+from app.models.rows import JobRow, TrailRow, job_with
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.job import JobOptions
@@ -144,7 +144,7 @@ async def insert_drafts(store: JobStore, conn: AsyncConnection, drafts: Sequence
     """Jobs, their `created` audit rows and their outbox rows: one statement on PostgreSQL, one statement each
     elsewhere, in the caller's transaction (or, on PostgreSQL, alone as a transaction of its own)."""
     trail = {"from": None, "to": str(JobStatus.PENDING), "attempt": 0}
-    events = [
+    events: list[TrailRow] = [
         {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
         for d in drafts
     ]

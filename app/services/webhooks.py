@@ -3,7 +3,7 @@
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -13,6 +13,7 @@ from app.core.names import TEST_EVENT, Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.core.ssrf import Resolver, resolve
+from app.models.rows import EndpointRow
 from app.models.tables import ENDPOINTS
 from app.models.types import utcnow
 from app.services.deliveries import DeliveryService
@@ -20,7 +21,6 @@ from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
 from app.stores.deliveries import DeliveryStore, Fanned, Target
 from app.stores.deliveries.secrets import client_secret
-from app.stores.jobs.moves import Row
 
 ROTATION_OVERLAP = timedelta(hours=24)
 
@@ -40,12 +40,12 @@ class WebhookService:
         """Refuse a URL that is not http(s) or resolves to a non-public address (unless allowed)."""
         await resolve(url, self.allow_private, self.resolver)
 
-    async def create(self, principal: Principal, fields: Row) -> tuple[Row, str]:
+    async def create(self, principal: Principal, fields: dict[str, Any]) -> tuple[EndpointRow, str]:
         """Register an endpoint; its secret is returned this once."""
         await self.check_url(fields["url"])
         secret = new_secret()
         now = utcnow()
-        row = {
+        row: dict[str, Any] = {
             **fields,
             "id": str(uuid.uuid4()),
             "client_id": principal.client_id,
@@ -60,18 +60,20 @@ class WebhookService:
         }
         async with self.engine.begin() as conn:
             await conn.execute(insert(ENDPOINTS).values(**row))
-        return row, secret
+        return cast(EndpointRow, row), secret  # the request's fields complete the row
 
-    async def list(self, principal: Principal) -> list[Row]:
+    async def list(self, principal: Principal) -> list[EndpointRow]:
         query = select(ENDPOINTS).where(visible_to(ENDPOINTS, principal), ENDPOINTS.c.deleted_at.is_(None))
         async with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in await conn.execute(query.order_by(ENDPOINTS.c.created_at))]
+            return [
+                cast(EndpointRow, dict(r._mapping)) for r in await conn.execute(query.order_by(ENDPOINTS.c.created_at))
+            ]
 
-    async def get(self, principal: Principal, endpoint_id: str) -> Row | None:
+    async def get(self, principal: Principal, endpoint_id: str) -> EndpointRow | None:
         async with self.engine.connect() as conn:
             return await _visible(conn, principal, endpoint_id)
 
-    async def update(self, principal: Principal, endpoint_id: str, changes: Row) -> Row | None:
+    async def update(self, principal: Principal, endpoint_id: str, changes: dict[str, Any]) -> EndpointRow | None:
         """Change an endpoint. Re-enabling it is an operator's word that it works again: its pending deliveries
         go out at once, through an open circuit if need be, and the first success closes it."""
         if "url" in changes:
@@ -144,12 +146,12 @@ class WebhookService:
             target = Target(endpoint_id, endpoint["url"], endpoint_id)
             [staged] = await self.deliveries.stage(conn, [Fanned(event, body, [target], request_id)])
         await self.outbox.publish(staged)
-        return delivery_id(event["id"], endpoint_id)
+        return delivery_id(str(event["id"]), endpoint_id)
 
 
-async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str) -> Row | None:
+async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str) -> EndpointRow | None:
     query = select(ENDPOINTS).where(
         ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None), visible_to(ENDPOINTS, principal)
     )
     row = (await conn.execute(query)).first()
-    return dict(row._mapping) if row else None
+    return cast(EndpointRow, dict(row._mapping)) if row else None

@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from app.core.safe_http import DnsCache
+from app.core.dns_cache import DnsCache
 from app.core.ssrf import TtlResolver
 from tests.core.test_safe_http import Clock
 from tests.support import free_port, wait_for

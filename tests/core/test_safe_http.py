@@ -20,7 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from starlette.responses import Response
 
-from app.core.safe_http import Address, DnsCache, SafeClient, download, post, safe_client
+from app.core.dns_cache import DnsCache
+from app.core.safe_http import Address, SafeClient, download, post, safe_client
 from app.core.ssrf import TooLarge, UnsafeURL
 from tests.receiver import Received, Server, serving
 

@@ -5,7 +5,7 @@ rate limit waits: its schedule is left as it was, still due (services/scheduling
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from loguru import logger
 from pydantic import ValidationError
@@ -17,6 +17,7 @@ from app.core.cron import BadCron, BadTimezone, next_fire
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.models.claims import skip_locked
+from app.models.rows import ScheduleRow
 from app.models.setwise import per_row
 from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
@@ -27,15 +28,13 @@ from app.services.scheduling.firing_limits import FiringLimits
 from app.services.submit import Draft, insert_drafts, new_drafts
 from app.stores.jobs import JobStore
 
-Row = dict[str, Any]
-
 
 def firing_key(schedule_id: str, fire_at: datetime) -> str:
     """The idempotency key of one firing: the same firing is the same key, whichever process makes it."""
     return f"schedule:{schedule_id}:{fire_at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
 
-def firing_request(schedule: Row, fire_at: datetime, box: SecretBox = NO_KEY) -> JobOptions:
+def firing_request(schedule: ScheduleRow, fire_at: datetime, box: SecretBox = NO_KEY) -> JobOptions:
     """The job request one firing submits: the schedule's own, its credentials opened, under the firing's key."""
     job = opened_job(schedule, box)
     return JOB_REQUEST.validate_python({**job, "idempotency_key": firing_key(schedule["id"], fire_at)})
@@ -45,14 +44,16 @@ def firing_request(schedule: Row, fire_at: datetime, box: SecretBox = NO_KEY) ->
 class Firing:
     """A due schedule: the firing it owes (the one it missed, if everything was down) and the next one after now."""
 
-    schedule: Row
+    schedule: ScheduleRow
     fire_at: datetime
     next_run_at: datetime | None
 
 
-def plan(schedule: Row, now: datetime) -> Firing:
+def plan(schedule: ScheduleRow, now: datetime) -> Firing:
     """Fire once for the stored time, however many periods have passed since; the next firing comes after now."""
     fire_at = schedule["next_run_at"]
+    if fire_at is None:  # the due claim takes only schedules with a time that has come
+        raise ValueError(f"schedule {schedule['id']} has no time to fire at")
     try:
         following: datetime | None = next_fire(schedule["cron"], schedule["timezone"], max(now, fire_at))
     except (BadCron, BadTimezone) as exc:  # checked when saved; a time zone dropped from tzdata stops it here
@@ -109,7 +110,9 @@ async def fire_due(
         if (await conn.execute(select(SCHEDULES.c.id).where(_due(now, held)).limit(1))).first() is None:
             return 0
     async with engine.begin() as conn:
-        firings = [plan(dict(row._mapping), now) for row in await conn.execute(claim_due(now, limit, held))]
+        firings = [
+            plan(cast(ScheduleRow, dict(row._mapping)), now) for row in await conn.execute(claim_due(now, limit, held))
+        ]
         drafts = await _new_jobs(conn, names, firings, box) if firings else []
         allowed = await limits.allowed(drafts)
         waiting = {d.key for d in drafts if d.key not in allowed}

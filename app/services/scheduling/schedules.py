@@ -1,15 +1,16 @@
 """Recurring schedules as the API serves them: create, read, list, change, delete, and trigger one run now."""
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.cron import next_fire
-from app.models.rows import JobRow
+from app.models.rows import JobRow, ScheduleRow
 from app.models.tables import SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import Submitted
@@ -19,12 +20,11 @@ from app.services.payload_secrets import sealed_job
 from app.services.scheduling.firings import firing_request
 from app.services.tenancy import Principal, visible_to
 
-Row = dict[str, Any]
 # A change to any of these moves the next firing: it is computed again from now.
 TIMING = frozenset({"cron", "timezone", "active"})
 
 
-def next_run(schedule: Row, now: datetime) -> datetime | None:
+def next_run(schedule: Mapping[str, Any], now: datetime) -> datetime | None:
     """The next firing after now, or None while the schedule is paused."""
     return next_fire(schedule["cron"], schedule["timezone"], now) if schedule["active"] else None
 
@@ -34,35 +34,36 @@ class ScheduleService:
     engine: AsyncEngine
     jobs: JobService
 
-    async def create(self, principal: Principal, fields: Row) -> Row:
+    async def create(self, principal: Principal, fields: dict[str, Any]) -> ScheduleRow:
         """Save a schedule; its first firing is the first time its cron names after now."""
         now = utcnow()
         row = {**self._sealed(fields), "id": str(uuid.uuid4()), "client_id": principal.client_id, "version": 0}
         row.update(last_run_at=None, created_at=now, updated_at=now, next_run_at=next_run(row, now))
         async with self.engine.begin() as conn:
             await conn.execute(insert(SCHEDULES), row)
-        return row
+        return cast(ScheduleRow, row)
 
-    def _sealed(self, fields: Row) -> Row:
+    def _sealed(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Fields with the job's credentials sealed apart (`sealed`), `***` in the job (a schedule answer shows)."""
         if "job" not in fields:
             return fields
         job, sealed = sealed_job(fields["job"], self.jobs.box)
         return {**fields, "job": job, "sealed": sealed}
 
-    async def get(self, principal: Principal, schedule_id: str) -> Row | None:
+    async def get(self, principal: Principal, schedule_id: str) -> ScheduleRow | None:
         """The schedule, if it exists and the caller may see it."""
         query = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
-        return dict(row._mapping) if row else None
+        return cast(ScheduleRow, dict(row._mapping)) if row else None
 
-    async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[Row], str | None]:
+    async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[ScheduleRow], str | None]:
         """Newest first; the page and the cursor to the next one when more may follow."""
         query = select(SCHEDULES).where(visible_to(SCHEDULES, principal))
-        return await newest_first(self.engine, SCHEDULES, query, limit, cursor, "schedules")
+        rows, after = await newest_first(self.engine, SCHEDULES, query, limit, cursor, "schedules")
+        return [cast(ScheduleRow, row) for row in rows], after
 
-    async def update(self, principal: Principal, schedule_id: str, changes: Row) -> Row | None:
+    async def update(self, principal: Principal, schedule_id: str, changes: dict[str, Any]) -> ScheduleRow | None:
         """Change fields; a new cron, time zone or `active` computes the next firing again from now. The version
         bump makes a firing that read the old row lose its compare-and-set."""
         async with self.engine.begin() as conn:
@@ -75,7 +76,7 @@ class ScheduleService:
             if TIMING & changes.keys():
                 values["next_run_at"] = next_run({**row, **changes}, now)
             await conn.execute(update(SCHEDULES).where(SCHEDULES.c.id == schedule_id).values(**values))
-        return {**row, **values}
+        return cast(ScheduleRow, {**row, **values})
 
     async def delete(self, principal: Principal, schedule_id: str) -> bool:
         """Remove it: no further firing; the jobs it made stay."""

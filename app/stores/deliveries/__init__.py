@@ -8,19 +8,18 @@ once by `app.stores.open_stores`."""
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.statuses import DeliveryOutcome, DeliveryStatus
 from app.models.rows import DeliveryRow
-from app.stores.jobs.moves import Row
 from app.stores.outbox import Pending
 
 CALLBACK = "callback"  # the target key of a job's own callback URL
 GONE = 410
-Event = tuple[Row, bytes, str | None]  # a job event, its body as published, its request id
+Event = tuple[dict[str, Any], bytes, str | None]  # a job event, its body as published, its request id
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class Target:
 class Fanned:
     """One event with the targets it goes to."""
 
-    event: Row
+    event: dict[str, Any]  # as published: JSON
     body: bytes
     targets: list[Target]
     request_id: str | None

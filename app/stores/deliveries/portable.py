@@ -13,7 +13,7 @@ from app.core.messages import delivery_outgoing, endpoint_key
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.statuses import DeliveryStatus
-from app.models.rows import DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
+from app.models.rows import AttemptRow, DeliveryRow, EndpointKeys, TrailRow, delivery_row, endpoint_keys
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS
 from app.models.types import utcnow
 from app.stores.deliveries import Event, Fanned, Judge, Recording, Taken
@@ -132,7 +132,7 @@ class PortableDeliveries:
                 await self._audit(conn, failed_trail([(delivery_id, failed.job_id)], why, now))
         return failed is not None
 
-    async def _audit(self, conn: AsyncConnection, trail: list[dict[str, Any]]) -> None:
+    async def _audit(self, conn: AsyncConnection, trail: list[TrailRow]) -> None:
         if trail:
             await self.jobs.audit(conn, trail)
 
@@ -160,7 +160,7 @@ class PortableDeliveries:
     async def _move(self, conn: AsyncConnection, plans: dict[str, Recording], now: datetime) -> set[str]:
         return set((await conn.execute(recorded_update(plans, now))).scalars())
 
-    async def _insert_attempts(self, conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    async def _insert_attempts(self, conn: AsyncConnection, rows: list[AttemptRow]) -> None:
         await conn.execute(insert(ATTEMPTS), rows)
 
     async def redeliver(self, where: tuple[ColumnElement[bool], ...]) -> tuple[list[str], list[Pending]]:

@@ -4,14 +4,14 @@ itself."""
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import loads
 from app.core.names import Names
 from app.core.secret_box import SecretBox
-from app.models.rows import DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
+from app.models.rows import AttemptRow, DeliveryRow, EndpointKeys, delivery_row, endpoint_keys
 from app.models.types import utcnow
 from app.stores import postgres
 from app.stores.deliveries import Event, Fanned, Judge, Recording, Taken
@@ -111,7 +111,7 @@ class PgDeliveries(PortableDeliveries):
         columns = (
             *_changes(plans),
             now,
-            *([a[name] for a in attempts] for name in (*ATTEMPT_COLUMNS, "next_attempt_at")),
+            *_attempt_columns(attempts, (*ATTEMPT_COLUMNS, "next_attempt_at")),
             [r.delivery["id"] for r in with_job],
             *event_columns(recorded_trail(with_job, now))[:3],  # job_id, event, detail
             [r.delivery["updated_at"] for r in plans.values()],
@@ -123,9 +123,11 @@ class PgDeliveries(PortableDeliveries):
         claimed_at = [r.delivery["updated_at"] for r in plans.values()]
         return {row["id"] for row in await postgres.rows(conn, RECORD_DELIVERIES, (*_changes(plans), now, claimed_at))}
 
-    async def _insert_attempts(self, conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    async def _insert_attempts(self, conn: AsyncConnection, rows: list[AttemptRow]) -> None:
         names = (*ATTEMPT_COLUMNS, "created_at", "next_attempt_at")
-        await postgres.rows(conn, INSERT_ATTEMPTS, tuple([r[name] for r in rows] for name in names))
+        await postgres.rows(
+            conn, INSERT_ATTEMPTS, tuple([cast(dict[str, Any], r)[name] for r in rows] for name in names)
+        )
 
 
 def _delivery_columns(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Any], ...]:
@@ -157,3 +159,8 @@ async def _claim(
             endpoints[endpoint["id"]] = endpoint_keys(endpoint)
         taken.append(delivery_row(row))
     return taken, endpoints
+
+
+def _attempt_columns(rows: Sequence[AttemptRow], names: Sequence[str]) -> tuple[list[Any], ...]:
+    """Attempt rows as one array per column named."""
+    return tuple([cast(dict[str, Any], row)[name] for row in rows] for name in names)

@@ -9,9 +9,8 @@ from app.core.broker import Outgoing
 from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
 from app.core.statuses import DeliveryOutcome, DeliveryStatus, TrailEvent
-from app.models.rows import DeliveryRow
+from app.models.rows import AttemptRow, DeliveryRow, TrailRow
 from app.stores.deliveries import CALLBACK, Fanned, Recording, Target
-from app.stores.jobs.moves import Row
 
 BODY_LIMIT = 4096
 
@@ -38,7 +37,7 @@ def new_rows(
     return rows, owners
 
 
-def _delivery_row(row_id: str, item: Fanned, target: Target, job: Row, now: datetime) -> DeliveryRow:
+def _delivery_row(row_id: str, item: Fanned, target: Target, job: dict[str, Any], now: datetime) -> DeliveryRow:
     return {
         "id": row_id,
         "event_id": item.event["id"],
@@ -68,7 +67,7 @@ def messages_of(names: Names, rows: list[DeliveryRow]) -> list[Outgoing]:
     ]
 
 
-def targets_of(events: list[Row], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:
+def targets_of(events: list[dict[str, Any]], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:
     """For each job event, the endpoints among `endpoints` (the active ones of the events' clients, in the order
     they were registered) subscribed to it, then the job's callback URL."""
     found: list[list[Target]] = []
@@ -92,12 +91,12 @@ def targets_of(events: list[Row], endpoints: Iterable[Mapping[Any, Any]]) -> lis
     return found
 
 
-def clients_of(events: list[Row]) -> set[str]:
+def clients_of(events: list[dict[str, Any]]) -> set[str]:
     """The clients whose jobs' events may have endpoints subscribed to them."""
     return {event["data"]["job"]["client_id"] for event in events if event.get("type") in SUBSCRIBABLE_EVENTS}
 
 
-def attempt_row(recording: Recording, now: datetime) -> Row:
+def attempt_row(recording: Recording, now: datetime) -> AttemptRow:
     attempt = recording.attempt
     return {
         "delivery_id": recording.delivery["id"],
@@ -117,12 +116,12 @@ def _text(value: str | None, limit: int) -> str | None:
     return value[:limit].replace("\x00", "\ufffd") if value else None
 
 
-def trail_row(job_id: str, detail: Row, now: datetime) -> Row:
+def trail_row(job_id: str, detail: dict[str, Any], now: datetime) -> TrailRow:
     """A job's audit row for one of its deliveries."""
     return {"job_id": job_id, "event": TrailEvent.DELIVERY, "detail": detail, "created_at": now}
 
 
-def failed_trail(deliveries: Iterable[tuple[str, str | None]], why: str, now: datetime) -> list[Row]:
+def failed_trail(deliveries: Iterable[tuple[str, str | None]], why: str, now: datetime) -> list[TrailRow]:
     """The audit rows of deliveries (delivery id, job id) failed unsent."""
     return [
         trail_row(job_id, {"delivery_id": delivery_id, "outcome": DeliveryOutcome.FAILED, "error": why}, now)
@@ -131,12 +130,12 @@ def failed_trail(deliveries: Iterable[tuple[str, str | None]], why: str, now: da
     ]
 
 
-def recorded_trail(recordings: Iterable[Recording], now: datetime) -> list[Row]:
+def recorded_trail(recordings: Iterable[Recording], now: datetime) -> list[TrailRow]:
     """The audit rows of recorded attempts (of deliveries for a job: a test ping has none)."""
     return [trail_row(r.delivery["job_id"], _detail(r), now) for r in recordings if r.delivery["job_id"]]
 
 
-def _detail(recording: Recording) -> Row:
+def _detail(recording: Recording) -> dict[str, Any]:
     delivery, attempt = recording.delivery, recording.attempt
     return {
         "delivery_id": delivery["id"],

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.core.broker import Outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus
-from app.models.rows import JobRow
-from app.stores.jobs.moves import Change, Row
+from app.models.rows import JobRow, TrailRow
+from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
 
 Moved = tuple[JobRow, Pending]  # a job as a move left it, and the event staged for it
@@ -27,7 +27,7 @@ class NewJobs(NamedTuple):
     publish queues their job; a scheduled job's is an event)."""
 
     jobs: Sequence[JobRow]
-    trail: list[Row]
+    trail: list[TrailRow]
     messages: list[Outgoing]
     owners: list[str | None]
 
@@ -38,8 +38,8 @@ class Outcome:
 
     job: JobRow  # as claimed
     to: JobStatus  # SUCCEEDED, RETRYING or DEAD_LETTERED
-    values: Row
-    detail: Row
+    values: dict[str, Any]
+    detail: dict[str, Any]
 
 
 class JobStore(Protocol):
@@ -58,7 +58,7 @@ class JobStore(Protocol):
     async def save(self, conn: AsyncConnection, new: NewJobs) -> list[Pending]:
         """New jobs, their first audit rows and their messages staged."""
 
-    async def audit(self, conn: AsyncConnection, rows: list[Row]) -> None:
+    async def audit(self, conn: AsyncConnection, rows: list[TrailRow]) -> None:
         """Audit rows that are not a status change (job_id, event, detail, created_at), one statement."""
 
     async def queue_published(self, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]) -> list[Pending]:
@@ -78,10 +78,10 @@ class JobStore(Protocol):
     async def finish(self, outcomes: list[Outcome]) -> list[Pending | None]:
         """Every outcome whose fencing token still holds recorded; None for the rest."""
 
-    async def give_up(self, job_id: str, values: Row, detail: Row) -> Moved | None:
+    async def give_up(self, job_id: str, values: dict[str, Any], detail: dict[str, Any]) -> Moved | None:
         """A job whose message could not be processed -> dead_lettered, with its event; None if it left first."""
 
-    async def give_up_bare(self, job_id: str, values: Row) -> None:
+    async def give_up_bare(self, job_id: str, values: dict[str, Any]) -> None:
         """`give_up` by the job's status alone, with no event, for a job whose own values break the event."""
 
     async def renew(self, jobs: list[JobRow]) -> set[str]:

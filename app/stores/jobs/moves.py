@@ -10,12 +10,10 @@ from sqlalchemy import BindParameter, ColumnElement, Update, case, literal, upda
 from app.core.broker import Outgoing
 from app.core.messages import job_event
 from app.core.names import Names
-from app.models.rows import JobRow, job_with
+from app.models.rows import JobRow, TrailRow, job_with
 from app.models.setwise import per_row
 from app.models.tables import JOBS
 from app.stores.steps import Step
-
-Row = dict[str, Any]
 
 
 # A job's times never go backwards: each status change is stamped with now, or with the job's last change if that
@@ -41,7 +39,7 @@ class Move(NamedTuple):
 
     source: str
     after: JobRow
-    detail: Row
+    detail: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -49,8 +47,8 @@ class Change:
     """One job's part of a move: the job as last read (with its seq), its new values, its audit detail."""
 
     job: JobRow
-    values: Row = field(default_factory=dict)
-    detail: Row = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)  # the columns it sets
+    detail: dict[str, Any] = field(default_factory=dict)  # its audit row's detail
 
 
 def planned(change: Change, to: str, now: datetime) -> Move:
@@ -82,10 +80,10 @@ def compare_and_set(
 
 
 def _column(job: JobRow, name: str) -> Any:
-    return cast(Row, job).get(name)
+    return cast(dict[str, Any], job).get(name)
 
 
-def trail_of(moves: list[Move]) -> list[Row]:
+def trail_of(moves: list[Move]) -> list[TrailRow]:
     """The audit rows (job_id, event, detail, created_at) of moves, one each."""
     return [
         {

@@ -3,6 +3,7 @@ PostgreSQL; `postgres.PgJobs` replaces its hot statements there."""
 
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, Update, and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -11,13 +12,13 @@ from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import JobStatus, TrailEvent
 from app.models.claims import skip_locked
-from app.models.rows import JobRow, job_row
+from app.models.rows import JobRow, TrailRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
 from app.stores.jobs import Moved, NewJobs, Outcome
-from app.stores.jobs.moves import Change, Move, Row, compare_and_set, events_of, planned, stamp, trail_of
+from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.outbox import Pending
 from app.stores.outbox.portable import PortableOutbox
 from app.stores.steps import Step
@@ -79,7 +80,7 @@ class PortableJobs:
         await self.audit(conn, new.trail)
         return await self.outbox.stage(conn, new.messages, new.owners)
 
-    async def audit(self, conn: AsyncConnection, rows: list[Row]) -> None:
+    async def audit(self, conn: AsyncConnection, rows: list[TrailRow]) -> None:
         """Audit rows (job_id, event, detail, created_at), one statement."""
         await conn.execute(INSERT_EVENT, rows)
 
@@ -204,7 +205,7 @@ class PortableJobs:
         moved = await self.move(conn, steps.CANCEL, [Change(job, {"finished_at": utcnow(), "lease_until": None})])
         return moved[0] if moved else None
 
-    async def give_up(self, job_id: str, values: Row, detail: Row) -> Moved | None:
+    async def give_up(self, job_id: str, values: dict[str, Any], detail: dict[str, Any]) -> Moved | None:
         """A job whose message the service failed to process -> dead_lettered, with its audit row and event; None
         when it has left the statuses that may be (finished, or gone)."""
         async with self.engine.begin() as conn:
@@ -214,7 +215,7 @@ class PortableJobs:
             moved = await self.move(conn, steps.BURY, [Change(job, values, detail)])
             return moved[0] if moved else None
 
-    async def give_up_bare(self, job_id: str, values: Row) -> None:
+    async def give_up_bare(self, job_id: str, values: dict[str, Any]) -> None:
         """`give_up` for a job whose own values break it: by its status alone, reading no column but status and
         attempts, building no event; its row and audit row are written alone."""
         async with self.engine.begin() as conn:
@@ -236,7 +237,7 @@ class PortableJobs:
                 )
 
 
-def _trail_row(job_id: str, event: str, detail: Row) -> Row:
+def _trail_row(job_id: str, event: str, detail: dict[str, Any]) -> TrailRow:
     return {"job_id": job_id, "event": event, "detail": detail, "created_at": utcnow()}
 
 

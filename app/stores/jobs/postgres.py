@@ -11,11 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import loads
 from app.core.names import Names
-from app.models.rows import job_row
+from app.models.rows import TrailRow, job_row
 from app.models.types import utcnow
 from app.stores import postgres
 from app.stores.jobs import Moved, NewJobs, Outcome
-from app.stores.jobs.moves import Change, Move, Row, events_of, planned, trail_of
+from app.stores.jobs.moves import Change, Move, events_of, planned, trail_of
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres_sql import (
     CLAIM_RECORDED,
@@ -50,7 +50,7 @@ class PgJobs(PortableJobs):
         ids = sorted(int(row["id"]) for row in await postgres.rows(conn, SAVE_JOBS, columns))
         return [Pending(i, m, j) for i, m, j in zip(ids, new.messages, new.owners, strict=True)]
 
-    async def audit(self, conn: AsyncConnection, rows: list[Row]) -> None:
+    async def audit(self, conn: AsyncConnection, rows: list[TrailRow]) -> None:
         """Audit rows (job_id, event, detail, created_at), one statement."""
         await postgres.rows(conn, INSERT_EVENTS, event_columns(rows))
 
@@ -99,7 +99,7 @@ class PgJobs(PortableJobs):
         ]
 
 
-def event_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
+def event_columns(rows: Sequence[TrailRow]) -> tuple[list[Any], ...]:
     """Audit rows as INSERT_EVENTS's four arrays."""
     return (
         [r["job_id"] for r in rows],
@@ -115,7 +115,9 @@ def _job_columns(rows: Sequence[Any]) -> tuple[list[Any], ...]:
     )
 
 
-def _finish_columns(now: datetime, rows: list[Row], trail: list[Row], events: list[Row]) -> tuple[Any, ...]:
+def _finish_columns(
+    now: datetime, rows: list[dict[str, Any]], trail: list[TrailRow], events: list[dict[str, Any]]
+) -> tuple[Any, ...]:
     return (
         now,
         *([r[name] for r in rows] for name in ("id", "seq", "runs", "status")),

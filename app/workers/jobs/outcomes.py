@@ -8,7 +8,6 @@ from app.core.statuses import DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.stores.jobs import JobStore, Moved, Outcome
-from app.stores.jobs.moves import Row
 from app.workers import unprocessable
 
 S = JobStatus
@@ -19,17 +18,17 @@ def succeeded(job: JobRow, result: Any) -> Outcome:
     return Outcome(job, S.SUCCEEDED, values, {})
 
 
-def retrying(job: JobRow, error: Row, next_attempt_at: datetime) -> Outcome:
+def retrying(job: JobRow, error: dict[str, Any], next_attempt_at: datetime) -> Outcome:
     values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None}
     return Outcome(job, S.RETRYING, values, {"error": error, "next_attempt_at": next_attempt_at.isoformat()})
 
 
-def dead_lettered(job: JobRow, error: Row, reason: str) -> Outcome:
+def dead_lettered(job: JobRow, error: dict[str, Any], reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
 
 
-async def give_up(store: JobStore, job_id: str, error: Row) -> Moved | None:
+async def give_up(store: JobStore, job_id: str, error: dict[str, Any]) -> Moved | None:
     """Dead-letter a job whose message the service failed to process (reason `unprocessable`), with its audit
     row and event; None when it has left the statuses that may be (finished, or gone). Should the job's own
     values break that too, its row and audit row are written alone, with no event."""

@@ -174,9 +174,9 @@ class JobWorker:
                 return verdict, lock
         return Defer(self.store.lease_seconds), lock
 
-    async def _run(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
-        settings = self.resources.settings
-        timeout = job["timeout_seconds"] or settings.job_timeout_seconds
+    def _start(self, job: JobRow, lock: Lock) -> "asyncio.Task[Any]":
+        """The attempt, running; its lease is renewed while it runs."""
+        timeout = job["timeout_seconds"] or self.resources.settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
         sealed = job.get("sealed")
@@ -187,6 +187,10 @@ class JobWorker:
         )
         attempt = asyncio.create_task(run)
         self.leases.hold(Lease(job, lock, attempt))
+        return attempt
+
+    async def _run(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
+        attempt = self._start(job, lock)
         ran = metrics.duration(job["job_type"])
         started = time.perf_counter()
         try:
@@ -209,6 +213,10 @@ class JobWorker:
         finally:
             self.leases.drop(job["id"])
         await self._judge(job["job_type"], None, probe)
+        await self._succeeded(message, job, lock, result)
+
+    async def _succeeded(self, message: Message, job: JobRow, lock: Lock, result: Any) -> None:
+        """Record the result (a result the database refuses fails the job for good), then ack."""
         outcome = succeeded(job, result)
         try:
             staged = await self.batches.finish(outcome, lock)
@@ -254,10 +262,8 @@ class JobWorker:
         await self._settle(message, staged, ack=True)
 
     async def _settle(self, message: Message, staged: Pending | None, ack: bool) -> None:
-        """After the commit (its events already on their way): ack, or reject into the DLQ.
-
-        Nothing recorded means a newer run owns the job (we were fenced out): that run settles it, so ack ours.
-        """
+        """After the commit (its events already on their way): ack, or reject into the DLQ. Nothing recorded means
+        a newer run owns the job (we were fenced out): that run settles it, so ack ours."""
         if ack or staged is None:
             await message.ack()
         else:
@@ -270,12 +276,7 @@ class JobWorker:
         await message.ack()
 
     async def _to_tier(
-        self,
-        message: Message,
-        job_message: JobMessage,
-        tier: Tier,
-        expiration_ms: int,
-        retry_count: int,
+        self, message: Message, job_message: JobMessage, tier: Tier, expiration_ms: int, retry_count: int
     ) -> None:
         """Publish the job's message into its lane's delay tier; raising leaves the original unacked."""
         names = self.resources.names
