@@ -95,3 +95,10 @@ class WorkerKind(StrEnum):
     JOB = "job"
     WEBHOOK = "webhook"
     BACKGROUND = "background"
+
+
+class Action(StrEnum):
+    """What an operator asks of a worker, and the state kept for it."""
+
+    STOP = "stop"
+    START = "start"

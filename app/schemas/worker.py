@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel
 
-from app.services.worker_directory import Action
+from app.core.statuses import Action
 
 
 class WorkerOut(BaseModel):

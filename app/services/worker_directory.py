@@ -4,14 +4,13 @@ messages that carry a stop or start to every process."""
 import json
 import time
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from redis.asyncio import Redis
 
 from app.core.broker import Broker, Outgoing
 from app.core.names import Names
-from app.core.statuses import WorkerState
+from app.core.statuses import Action, WorkerState
 
 # Every worker name this service can run, so a name no live process reports yet is still known (not a 404).
 RUNNABLE = (
@@ -24,13 +23,6 @@ RUNNABLE = (
     "metrics_gauges",
 )
 TTL_BEATS = 3  # a process that misses this many heartbeats has gone
-
-
-class Action(StrEnum):
-    """What an operator asks of a worker, and the state kept for it."""
-
-    STOP = "stop"
-    START = "start"
 
 
 @dataclass(frozen=True)

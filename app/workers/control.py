@@ -13,7 +13,8 @@ from redis.exceptions import RedisError
 
 from app.core.broker import Broker, consume_when_up
 from app.core.names import Names
-from app.services.worker_directory import Action, Command, WorkerDirectory
+from app.core.statuses import Action
+from app.services.worker_directory import Command, WorkerDirectory
 
 READ_TIMEOUT = 2.0
 

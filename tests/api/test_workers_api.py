@@ -11,10 +11,10 @@ from redis.asyncio import Redis
 
 from app.core.names import Lane
 from app.core.recent_logs import process_name
-from app.core.statuses import WorkerKind, WorkerState
+from app.core.statuses import Action, WorkerKind, WorkerState
 from app.main import create_app
 from app.runtime import Runtime, add_steering
-from app.services.worker_directory import Action, Command
+from app.services.worker_directory import Command
 from app.workers.heartbeat import Rates
 from app.workers.reports import WorkerReport
 from tests.conftest import ADMIN_KEY, NS, REDIS_URL, make_settings, settings_env

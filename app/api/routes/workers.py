@@ -10,8 +10,9 @@ from app.api.deps import AdminDep, StateDep
 from app.api.errors import ApiError
 from app.api.state import ApiState
 from app.core.broker import PublishError
+from app.core.statuses import Action
 from app.schemas.worker import AcceptedOut, WorkerOut, WorkersOut
-from app.services.worker_directory import RUNNABLE, Action, Command, send_command
+from app.services.worker_directory import RUNNABLE, Command, send_command
 
 router = APIRouter(prefix="/api/v1/workers", tags=["operations"])
 
