@@ -398,6 +398,8 @@ async def test_a_revoked_keys_open_streams_end_within_five_seconds(
     created = await api.client.post("/api/v1/api-keys", json={"client_id": "revoked-watcher"}, headers=api.admin)
     revoked = {"Authorization": f"Bearer {created.json()['api_key']}"}
     job_id = await submitted(api, revoked)
+    # Its confirmation commits in the background: a stream opened before it would start from pending.
+    await until_status(api, revoked, job_id, WITHIN, "queued")
     async with (
         stream(served, f"/api/v1/jobs/{job_id}/stream", revoked) as job_live,
         stream(served, "/api/v1/events/stream", revoked) as events_live,
