@@ -5,7 +5,7 @@ as a transaction of its own). DESIGN.md rule 14's one marked place for such SQL 
 
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -45,10 +45,6 @@ class PgConnections:
             done = True
         finally:
             await self._give(conn, done)
-
-    def one_transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
-        """A connection for work that is one statement here (sent alone: `autocommit`)."""
-        return self.autocommit()
 
     async def _take(self) -> AsyncConnection:
         while self.kept:
@@ -135,6 +131,11 @@ def _lost(exc: BaseException) -> bool:
         return True
     state = getattr(exc, "sqlstate", None)
     return isinstance(state, str) and state.startswith(UNREACHABLE_STATES)
+
+
+def ids_in_order(result: Sequence[Mapping[Any, Any]]) -> list[int]:
+    """The serial ids an INSERT ... RETURNING id gave, in the order of the rows inserted (they grow with it)."""
+    return sorted(int(row["id"]) for row in result)
 
 
 def to_json(value: Any) -> str:

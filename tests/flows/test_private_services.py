@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from tests.conftest import NS, RABBITMQ_URL, REDIS_URL
+from tests.local.cluster import Node
 from tests.local.private_services import running_rabbit, running_redis
 from tests.support import rabbitmq_stopped, redis_stopped
 
@@ -59,3 +60,9 @@ async def test_an_outage_stops_only_private_services_which_are_removed_even_when
     assert not running(rabbit_vm)
     assert redis.process is not None and redis.process.poll() is not None  # the one started again after the outage
     assert not rabbit_folder.exists() and not redis_folder.exists()
+
+
+@pytest.mark.parametrize(("name", "port"), [("rabbit@localhost", 25999), ("taskq-x@localhost", 5672)])
+def test_no_node_a_test_runs_can_be_the_machines_own(name: str, port: int, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="machine's own RabbitMQ node"):
+        Node(name, port, 25998, tmp_path)

@@ -22,6 +22,7 @@ from tests.local.ports import free_ports
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # the real scripts; /usr/sbin's wrappers switch user and drop the env
 NODE_LETTERS = ("a", "b", "c")
 START_SECONDS = 90
+SYSTEM_NODE, SYSTEM_PORT = "rabbit@", 5672  # the machine's shared broker
 CLI_PORTS = [5681, 25681, 5682, 25682, 5683, 25683]  # AMQP and distribution port of each node, in turn
 
 
@@ -33,6 +34,11 @@ class Node:
     amqp_port: int
     dist_port: int
     home: Path
+
+    def __post_init__(self) -> None:
+        # Every node here is started, stopped and killed by tests: never the machine's own, which other runs use.
+        if self.name.startswith(SYSTEM_NODE) or SYSTEM_PORT in (self.amqp_port, self.dist_port):
+            raise ValueError(f"{self.name} on port {self.amqp_port} would be the machine's own RabbitMQ node")
 
     @property
     def url(self) -> str:

@@ -131,7 +131,7 @@ class PrivateRedis:
 
 @dataclass
 class PrivateRabbit:
-    """One RabbitMQ node, run as bench/cluster.py runs each node of its cluster, with a cookie of its own."""
+    """One RabbitMQ node, run as tests/local/cluster.py runs each node of its cluster, with a cookie of its own."""
 
     folder: Path
     prefix: str = "taskq-chaos"

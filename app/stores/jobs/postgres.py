@@ -47,7 +47,7 @@ class PgJobs(PortableJobs):
         """New jobs, their first audit rows and their messages staged, in one statement."""
         outbox = outbox_columns(rows_of(new.messages, utcnow(), new.owners))
         columns = (*outbox, *event_columns(new.trail), *_job_columns(new.jobs))
-        ids = sorted(int(row["id"]) for row in await postgres.rows(conn, SAVE_JOBS, columns))
+        ids = postgres.ids_in_order(await postgres.rows(conn, SAVE_JOBS, columns))
         return [Pending(i, m, j) for i, m, j in zip(ids, new.messages, new.owners, strict=True)]
 
     async def audit(self, conn: AsyncConnection, rows: list[TrailRow]) -> None:
@@ -60,7 +60,7 @@ class PgJobs(PortableJobs):
             return []
         events = events_of(self.names, moves)
         columns = (*outbox_columns(rows_of(events, utcnow())), *event_columns(trail_of(moves)))
-        ids = sorted(int(row["id"]) for row in await postgres.rows(conn, INSERT_EVENTS_AND_OUTBOX, columns))
+        ids = postgres.ids_in_order(await postgres.rows(conn, INSERT_EVENTS_AND_OUTBOX, columns))
         return [(m.after, Pending(i, event)) for m, i, event in zip(moves, ids, events, strict=True)]
 
     async def queue_published(self, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]) -> list[Pending]:

@@ -36,7 +36,7 @@ def outbox_columns(rows: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
 
 class PgOutbox(PortableOutbox):
     async def _insert(self, conn: AsyncConnection, rows: list[dict[str, Any]]) -> Iterable[int]:
-        return sorted(int(row["id"]) for row in await postgres.rows(conn, INSERT_OUTBOX, outbox_columns(rows)))
+        return postgres.ids_in_order(await postgres.rows(conn, INSERT_OUTBOX, outbox_columns(rows)))
 
     async def drop(self, conn: AsyncConnection, ids: list[int]) -> None:
         """Delete by id: one array parameter, where an IN list is compiled anew for each length."""
