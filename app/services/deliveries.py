@@ -1,6 +1,5 @@
-"""Deliveries as the API offers them: listed with their attempts, sent again; and a job event read off the wire."""
+"""Deliveries as the API offers them: listed with their attempts, sent again."""
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,14 +13,6 @@ from app.models.tables import ATTEMPTS, DELIVERIES, JOBS
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
 from app.stores.deliveries import DeliveryStore
-
-
-def parse_event(body: bytes) -> dict[str, Any]:
-    """A job event as published on the events exchange."""
-    event: dict[str, Any] = json.loads(body)
-    if not isinstance(event, dict) or "id" not in event or "type" not in event:
-        raise ValueError("not a job event")
-    return event
 
 
 @dataclass(frozen=True)

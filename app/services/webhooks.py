@@ -133,20 +133,14 @@ class WebhookService:
             endpoint = await _visible(conn, principal, endpoint_id)
             if endpoint is None:
                 return None
-            now = utcnow()
-            event = {
-                "id": f"evt_test_{uuid.uuid4().hex}",
-                "type": TEST_EVENT,
-                "created_at": now,
-                "seq": 0,
-                "data": {"webhook_id": endpoint_id},
-                "client_id": endpoint["client_id"],
-            }
-            body = dumps({k: v for k, v in event.items() if k != "client_id"})
+            event_id = f"evt_test_{uuid.uuid4().hex}"
+            event = {"id": event_id, "type": TEST_EVENT, "created_at": utcnow(), "seq": 0}
+            body = dumps({**event, "data": {"webhook_id": endpoint_id}})
             target = Target(endpoint_id, endpoint["url"], endpoint_id)
-            [staged] = await self.deliveries.stage(conn, [Fanned(event, body, [target], request_id)])
+            fanned = Fanned(event_id, TEST_EVENT, endpoint["client_id"], None, body, [target], request_id)
+            [staged] = await self.deliveries.stage(conn, [fanned])
         await self.outbox.publish(staged)
-        return delivery_id(str(event["id"]), endpoint_id)
+        return delivery_id(event_id, endpoint_id)
 
 
 async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str) -> EndpointRow | None:

@@ -19,14 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.backoff import busy_delays
 from app.core.config import Settings
-from app.core.messages import BUSY_HEADER, delivery_outgoing, job_event
+from app.core.messages import BUSY_HEADER, JobEvent, delivery_outgoing, job_event
 from app.core.resources import Resources
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.core.topology import declare
 from app.models.tables import ATTEMPTS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
 from app.models.types import utcnow
-from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.services.relay import make_outbox
 from app.stores.deliveries import Attempt, Event
@@ -81,7 +80,7 @@ async def finished_jobs(db: AsyncEngine, resources: Resources, client_id: str, c
     async with db.begin() as conn:
         await conn.execute(insert(JOBS), jobs)
     bodies = [job_event(resources.names, job, now).body for job in jobs]
-    return [(parse_event(body), body, None) for body in bodies]
+    return [(JobEvent.from_bytes(body), body, None) for body in bodies]
 
 
 async def forget(db: AsyncEngine, staged: list[list[Pending]]) -> None:

@@ -13,12 +13,11 @@ from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.backoff import Tier
-from app.core.messages import delivery_id, event_id, job_event
+from app.core.messages import JobEvent, delivery_id, event_id, job_event
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.models.tables import ATTEMPTS, CLIENT_SECRETS, DELIVERIES, ENDPOINTS, JOB_EVENTS, JOBS, OUTBOX
-from app.services.deliveries import parse_event
 from app.stores.deliveries import CALLBACK, Attempt, DeliveryStore, Recording
 from app.stores.deliveries.portable import ROWS_PER_INSERT
 from app.stores.deliveries.statements import CLAIM, recorded_update, released, reset_for_redelivery
@@ -83,7 +82,7 @@ async def finished(engine: AsyncEngine, client_id: str, **overrides: Any) -> Eve
     async with engine.begin() as conn:
         await conn.execute(insert(JOBS), [job])
     body = job_event(Names(NS), job, now).body
-    return parse_event(body), body, None
+    return JobEvent.from_bytes(body), body, None
 
 
 async def forget(engine: AsyncEngine, staged: list[list[Pending]]) -> None:
@@ -160,7 +159,7 @@ async def test_fan_out_makes_one_delivery_per_endpoint_and_callback_however_ofte
     endpoint_id = await an_endpoint(engine, client_id, new_secret())
     plain = await finished(engine, client_id)
     called = await finished(engine, client_id, callback_url="http://127.0.0.1:9/callback")
-    plain_id, called_id = plain[0]["id"], called[0]["id"]
+    plain_id, called_id = plain[0].id, called[0].id
     wanted_ids = [delivery_id(e, t) for e in (plain_id, called_id) for t in (endpoint_id, CALLBACK)]
 
     staged = await store(engine).fan_out([plain, called, plain])  # the first event twice in one batch
@@ -183,8 +182,8 @@ async def test_fan_out_makes_one_delivery_per_endpoint_and_callback_however_ofte
     assert {(r.status, r.attempt_count, r.budget_used, r.event_type) for r in rows} == {
         ("pending", 0, 0, "job.succeeded")
     }
-    assert {r.job_id for r in rows if r.event_id == called_id} == {called[0]["data"]["job"]["id"]}
-    assert plain_id == event_id(plain[0]["data"]["job"]["id"], 3)
+    assert {r.job_id for r in rows if r.event_id == called_id} == {called[0].job["id"]}
+    assert plain_id == event_id(plain[0].job["id"], 3)
 
 
 # ---------------------------------------------------------------- claim

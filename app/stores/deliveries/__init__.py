@@ -8,18 +8,19 @@ once by `app.stores.open_stores`."""
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.core.messages import JobEvent
 from app.core.statuses import DeliveryOutcome, DeliveryStatus
 from app.models.rows import DeliveryRow
 from app.stores.outbox import Pending
 
 CALLBACK = "callback"  # the target key of a job's own callback URL
 GONE = 410
-Event = tuple[dict[str, Any], bytes, str | None]  # a job event, its body as published, its request id
+Event = tuple[JobEvent, bytes, str | None]  # a job event, its body as published, its request id
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,19 @@ class Target:
 
 @dataclass(frozen=True)
 class Fanned:
-    """One event with the targets it goes to."""
+    """One event with the targets it goes to: what a delivery row records of it, and its body as published."""
 
-    event: dict[str, Any]  # as published: JSON
+    event_id: str
+    event_type: str
+    client_id: str
+    job_id: str | None  # None for an endpoint's test event
     body: bytes
     targets: list[Target]
     request_id: str | None
+
+    @classmethod
+    def of(cls, event: JobEvent, body: bytes, targets: list[Target], request_id: str | None) -> "Fanned":
+        return cls(event.id, event.type, event.job["client_id"], event.job["id"], body, targets, request_id)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ class PortableDeliveries:
         clients = clients_of(jobs_events)
         targets = targets_of(jobs_events, await self._subscribed(conn, sorted(clients)) if clients else [])
         fanned = [
-            Fanned(event, body, found, request_id)
+            Fanned.of(event, body, found, request_id)
             for (event, body, request_id), found in zip(events, targets, strict=True)
         ]
         return await self.stage(conn, fanned)

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.broker import Outgoing
-from app.core.messages import delivery_id, delivery_outgoing, endpoint_key
+from app.core.messages import JobEvent, delivery_id, delivery_outgoing, endpoint_key
 from app.core.names import SUBSCRIBABLE_EVENTS, Names
 from app.core.statuses import DeliveryOutcome, DeliveryStatus, TrailEvent
 from app.models.rows import AttemptRow, DeliveryRow, TrailRow
@@ -17,7 +17,7 @@ BODY_LIMIT = 4096
 
 def wanted_ids(fanned: list[Fanned]) -> list[list[str]]:
     """Each event's delivery ids, one per target (rule 10: the same event and target, the same delivery)."""
-    return [[delivery_id(f.event["id"], t.key) for t in f.targets] for f in fanned]
+    return [[delivery_id(f.event_id, t.key) for t in f.targets] for f in fanned]
 
 
 def new_rows(
@@ -27,25 +27,24 @@ def new_rows(
     rows: list[DeliveryRow] = []
     owners: list[int] = []
     for index, (item, ids) in enumerate(zip(fanned, wanted, strict=True)):
-        job = item.event.get("data", {}).get("job") or {}
         for target, row_id in zip(item.targets, ids, strict=True):
             if row_id in existing:
                 continue
             existing.add(row_id)  # an event twice in one batch still makes one delivery (rule 10)
-            rows.append(_delivery_row(row_id, item, target, job, now))
+            rows.append(_delivery_row(row_id, item, target, now))
             owners.append(index)
     return rows, owners
 
 
-def _delivery_row(row_id: str, item: Fanned, target: Target, job: dict[str, Any], now: datetime) -> DeliveryRow:
+def _delivery_row(row_id: str, item: Fanned, target: Target, now: datetime) -> DeliveryRow:
     return {
         "id": row_id,
-        "event_id": item.event["id"],
+        "event_id": item.event_id,
         "target": target.key,
         "endpoint_id": target.endpoint_id,
-        "client_id": job.get("client_id") or item.event["client_id"],
-        "job_id": job.get("id"),
-        "event_type": item.event["type"],
+        "client_id": item.client_id,
+        "job_id": item.job_id,
+        "event_type": item.event_type,
         "url": target.url,
         "body": item.body,
         "request_id": item.request_id,
@@ -67,23 +66,23 @@ def messages_of(names: Names, rows: list[DeliveryRow]) -> list[Outgoing]:
     ]
 
 
-def targets_of(events: list[dict[str, Any]], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:
+def targets_of(events: list[JobEvent], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:
     """For each job event, the endpoints among `endpoints` (the active ones of the events' clients, in the order
     they were registered) subscribed to it, then the job's callback URL."""
     found: list[list[Target]] = []
     rows = list(endpoints)
     for event in events:
-        job = event["data"]["job"] if event.get("type") in SUBSCRIBABLE_EVENTS else None
-        if job is None:
+        if event.type not in SUBSCRIBABLE_EVENTS:
             found.append([])
             continue
+        job = event.job
         targets = [
             Target(row["id"], row["url"], row["id"])
             for row in rows
             if row["client_id"] == job["client_id"]
             and row["job_type"] in (None, job["job_type"])
             and row["job_id"] in (None, job["id"])
-            and event["type"] in row["events"]
+            and event.type in row["events"]
         ]
         if job.get("callback_url"):
             targets.append(Target(CALLBACK, job["callback_url"], None))
@@ -91,9 +90,9 @@ def targets_of(events: list[dict[str, Any]], endpoints: Iterable[Mapping[Any, An
     return found
 
 
-def clients_of(events: list[dict[str, Any]]) -> set[str]:
+def clients_of(events: list[JobEvent]) -> set[str]:
     """The clients whose jobs' events may have endpoints subscribed to them."""
-    return {event["data"]["job"]["client_id"] for event in events if event.get("type") in SUBSCRIBABLE_EVENTS}
+    return {event.job["client_id"] for event in events if event.type in SUBSCRIBABLE_EVENTS}
 
 
 def attempt_row(recording: Recording, now: datetime) -> AttemptRow:

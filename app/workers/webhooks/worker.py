@@ -15,7 +15,7 @@ from app.core.failpoints import Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.incoming import Message
 from app.core.logging import worker_request_id
-from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, events_of
+from app.core.messages import BUSY_HEADER, ENDPOINT_HEADER, OPERATOR_HEADER, REQUEST_ID_HEADER, JobEvent, events_of
 from app.core.names import SUBSCRIBABLE_EVENTS
 from app.core.resources import Resources
 from app.core.safe_http import SafeClient, safe_client
@@ -24,7 +24,6 @@ from app.core.ssrf import UnsafeURL
 from app.core.statuses import DeadReason, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
-from app.services.deliveries import parse_event
 from app.services.outbox import Outbox
 from app.stores.deliveries import GONE, Attempt
 from app.workers import unprocessable
@@ -123,7 +122,7 @@ class WebhookWorker:
         """Fan out the event the message holds, or every event of a bundle (each batched with whatever else
         arrives), then ack: a redelivered bundle fans out again, and makes no second delivery (rule 10)."""
         try:
-            events = [(parse_event(body), body) for body in events_of(message.body)]
+            events = [(JobEvent.from_bytes(body), body) for body in events_of(message.body)]
         except ValueError:
             logger.error("malformed event {}; rejecting it", message.message_id)
             await message.reject(requeue=False)
@@ -132,7 +131,7 @@ class WebhookWorker:
         wanted = [
             (event, body, _header(message, REQUEST_ID_HEADER) if alone else _request_id(event))
             for event, body in events
-            if event["type"] in SUBSCRIBABLE_EVENTS  # queued, running: no endpoint can ask for them
+            if event.type in SUBSCRIBABLE_EVENTS  # queued, running: no endpoint can ask for them
         ]
         if wanted:
             await asyncio.gather(*(self.batches.fan_out(item) for item in wanted))
@@ -275,9 +274,8 @@ class WebhookWorker:
         await to_tier(self.resources.broker, exchange, queue, message, headers, expiration, message.message_id)
 
 
-def _request_id(event: dict[str, Any]) -> str | None:
-    job = (event.get("data") or {}).get("job") or {}
-    value = job.get("request_id") if isinstance(job, dict) else None
+def _request_id(event: JobEvent) -> str | None:
+    value = event.job.get("request_id")
     return value if isinstance(value, str) else None
 
 
