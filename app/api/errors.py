@@ -11,12 +11,12 @@ from loguru import logger
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.core.cursors import BadCursor
 from app.core.database import is_unreachable
 from app.core.masking import mask_urls
 from app.core.secret_box import SecretsUnavailable
 from app.core.ssrf import UnsafeURL
 from app.schemas.payloads.registry import PAYLOADS
-from app.services.pagination import BadCursor
 
 DB_RETRY_AFTER = 5
 MAX_NAMED_FIELDS = 10  # in a 422's sentence; `errors` lists them all

@@ -41,4 +41,4 @@ class ApiState:
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
-        self.schedules = ScheduleService(self.jobs.engine, self.jobs)
+        self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)

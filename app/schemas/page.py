@@ -1,4 +1,5 @@
-"""One page of a list, newest first: its items, and the cursor to the next page (services/pagination.py)."""
+"""One page of a list, newest first: its items, and the cursor to the next page (app/core/cursors.py; the query,
+app/stores/pagination.py)."""
 
 from typing import Generic, TypeVar
 

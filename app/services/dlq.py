@@ -15,11 +15,11 @@ from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.services import job_log
 from app.services.outbox import Outbox
-from app.services.pagination import newest_first
 from app.services.tenancy import Principal, visible_to
 from app.stores import steps
 from app.stores.jobs import JobStore
 from app.stores.outbox import Pending
+from app.stores.pagination import newest_first
 
 S = JobStatus
 # Whatever the transition table lets a job be cancelled from (pending, queued, retrying; any status added there

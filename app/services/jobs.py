@@ -18,11 +18,11 @@ from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox
-from app.services.pagination import newest_first
 from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
 from app.services.tenancy import Principal, visible_to
 from app.stores.jobs import JobStore
+from app.stores.pagination import newest_first
 
 __all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 

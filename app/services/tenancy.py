@@ -2,7 +2,9 @@
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Table, true
+from sqlalchemy import ColumnElement, Table
+
+from app.stores.owned import owned_by
 
 
 @dataclass(frozen=True)
@@ -11,12 +13,16 @@ class Principal:
     client_id: str
     admin: bool
 
+    @property
+    def scope(self) -> str | None:
+        """Whose rows the caller may see, as the stores take it: their client's; every client's (None) for an
+        admin."""
+        return None if self.admin else self.client_id
+
 
 def visible_to(table: Table, principal: Principal) -> ColumnElement[bool]:
     """The WHERE clause that hides other clients' rows; another client's row then reads as missing."""
-    if principal.admin:
-        return true()
-    return table.c.client_id == principal.client_id
+    return owned_by(table, principal.scope)
 
 
 def sees(principal: Principal, client_id: str | None) -> bool:

@@ -1,6 +1,7 @@
-"""The stores: each aggregate's reads and writes behind one interface, with a PostgreSQL implementation (array
-statements, a hot batch one statement) and a portable one (SQLite, MSSQL by rendering), chosen here once, when
-`Resources.open` sees the database URL. No module outside `app/stores/` asks which database it is on."""
+"""The stores: each aggregate's reads and writes behind one interface. The hot ones (jobs, outbox, deliveries)
+have a PostgreSQL implementation (array statements, a hot batch one statement) and a portable one (SQLite, MSSQL
+by rendering), chosen here once, when `Resources.open` sees the database URL; the schedules have one SQL
+implementation for every database. No module outside `app/stores/` asks which database it is on."""
 
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ from app.stores.outbox import OutboxStore
 from app.stores.outbox.portable import PortableOutbox
 from app.stores.outbox.postgres import PgOutbox
 from app.stores.postgres import PgConnections
+from app.stores.schedules import ScheduleStore
+from app.stores.schedules.sql import SqlSchedules
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Stores:
     jobs: JobStore
     outbox: OutboxStore
     deliveries: DeliveryStore
+    schedules: ScheduleStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -42,7 +46,7 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
         pg_outbox = PgOutbox(engine)
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
-        return Stores(pg_jobs, pg_outbox, pg_deliveries, connections)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, SqlSchedules(engine), connections)
     outbox = PortableOutbox(engine)
     jobs = PortableJobs(engine, names, outbox, lease_seconds)
-    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box))
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), SqlSchedules(engine))

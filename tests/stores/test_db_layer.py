@@ -18,7 +18,7 @@ from app.core.names import Names
 from app.core.statuses import JobStatus
 from app.core.topology import build_topology
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services import pagination
+from app.stores import pagination
 from app.stores.jobs.moves import Change
 from app.stores.jobs.portable import PortableJobs
 from app.stores.outbox import Pending
@@ -192,7 +192,7 @@ async def test_two_clients_may_use_the_same_idempotency_key(engine: AsyncEngine)
 
 
 async def _page(engine: AsyncEngine, client_id: str, limit: int, cursor: str | None) -> tuple[list[str], str | None]:
-    """One page through the service's own pager, with the cursor the API would hand out."""
+    """One page through the keyset pager, with the cursor the API would hand out."""
     rows, next_cursor = await pagination.newest_first(
         engine, JOBS, select(JOBS).where(JOBS.c.client_id == client_id), limit, cursor, "jobs"
     )

@@ -14,11 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.messages import loads
 from app.core.names import Names
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
-from app.services.scheduling import firings
 from app.stores import steps
 from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change, compare_and_set
 from app.stores.jobs.portable import CLAIM_QUEUED, _claim_due
+from app.stores.schedules.sql import due_claim
 from app.workers.jobs.batches import JobBatches
 from app.workers.jobs.locks import Held
 from app.workers.jobs.outcomes import dead_lettered, succeeded
@@ -210,7 +210,7 @@ def test_the_batch_statements_render_for_mssql_with_output_instead_of_returning(
     due = _mssql(_claim_due(NOW, 200))
     assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in due and "SELECT TOP 200 jobs.id" in due
     assert "OUTPUT inserted." in due and "FOR UPDATE" not in due.upper() and "RETURNING" not in due
-    schedules = _mssql(firings.claim_due(NOW, 200))
+    schedules = _mssql(due_claim(NOW, 200))
     assert "FROM schedules WITH (UPDLOCK, READPAST, ROWLOCK)" in schedules and "schedules.active = 1" in schedules
 
 

@@ -3,23 +3,17 @@ both win), moves each to its next firing and saves the job each firing makes, un
 `schedule:<id>:<fire time>` that the jobs' unique index holds to one job per firing. A firing over its client's
 rate limit waits: its schedule is left as it was, still due (services/scheduling/firing_limits.py)."""
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
 
 from loguru import logger
 from pydantic import ValidationError
-from sqlalchemy import ColumnElement, Select, Update, and_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core import metrics
 from app.core.cron import BadCron, BadTimezone, next_fire
 from app.core.names import Names
 from app.core.secret_box import SecretBox
-from app.models.claims import skip_locked
 from app.models.rows import ScheduleRow
-from app.models.setwise import per_row
-from app.models.tables import JOBS, SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
 from app.services.outbox import Outbox
@@ -27,6 +21,7 @@ from app.services.payload_secrets import NO_KEY, opened_job
 from app.services.scheduling.firing_limits import FiringLimits
 from app.services.submit import Draft, insert_drafts, new_drafts
 from app.stores.jobs import JobStore
+from app.stores.schedules import Firing, ScheduleStore
 
 
 def firing_key(schedule_id: str, fire_at: datetime) -> str:
@@ -38,15 +33,6 @@ def firing_request(schedule: ScheduleRow, fire_at: datetime, box: SecretBox = NO
     """The job request one firing submits: the schedule's own, its credentials opened, under the firing's key."""
     job = opened_job(schedule, box)
     return JOB_REQUEST.validate_python({**job, "idempotency_key": firing_key(schedule["id"], fire_at)})
-
-
-@dataclass(frozen=True)
-class Firing:
-    """A due schedule: the firing it owes (the one it missed, if everything was down) and the next one after now."""
-
-    schedule: ScheduleRow
-    fire_at: datetime
-    next_run_at: datetime | None
 
 
 def plan(schedule: ScheduleRow, now: datetime) -> Firing:
@@ -62,40 +48,8 @@ def plan(schedule: ScheduleRow, now: datetime) -> Firing:
     return Firing(schedule, fire_at, following)
 
 
-def _due(now: datetime, held: frozenset[str]) -> ColumnElement[bool]:
-    due = and_(SCHEDULES.c.active, SCHEDULES.c.next_run_at <= now)
-    return and_(due, SCHEDULES.c.client_id.not_in(sorted(held))) if held else due
-
-
-def claim_due(now: datetime, limit: int, held: frozenset[str] = frozenset()) -> Select[Any]:
-    """The due schedules, but those of `held` clients, locked for this transaction; another scheduler passes over
-    them (`skip_locked`)."""
-    query = select(SCHEDULES).where(_due(now, held)).order_by(SCHEDULES.c.next_run_at).limit(limit)
-    return skip_locked(query, SCHEDULES)
-
-
-def advance(firings: list[Firing], now: datetime) -> Update:
-    """Every due schedule to its next firing in one UPDATE, each guarded by the version it was read at."""
-    by_id = {f.schedule["id"]: f for f in firings}
-    nexts = {i: f.next_run_at for i, f in by_id.items()}
-    fired = {i: f.fire_at for i, f in by_id.items()}
-    versions = {i: f.schedule["version"] for i, f in by_id.items()}
-    col = SCHEDULES.c
-    return (
-        update(SCHEDULES)
-        .where(col.id.in_(list(by_id)), col.version == per_row(col.id, col.version, versions))
-        .values(
-            next_run_at=per_row(col.id, col.next_run_at, nexts),
-            last_run_at=per_row(col.id, col.last_run_at, fired),
-            version=col.version + 1,
-            updated_at=now,
-        )
-        .returning(col.id)
-    )
-
-
 async def fire_due(
-    engine: AsyncEngine,
+    schedules: ScheduleStore,
     jobs: JobStore,
     names: Names,
     outbox: Outbox,
@@ -106,20 +60,17 @@ async def fire_due(
     """Fire up to `limit` due schedules, each once, as their clients' rate limits allow; publish their jobs after
     the commit. Returns how many schedules it took (fired, or found fired already)."""
     now, held = utcnow(), limits.held_clients()
-    async with engine.connect() as conn:  # most cycles find nothing due: a read, not a locking transaction
-        if (await conn.execute(select(SCHEDULES.c.id).where(_due(now, held)).limit(1))).first() is None:
-            return 0
-    async with engine.begin() as conn:
-        firings = [
-            plan(cast(ScheduleRow, dict(row._mapping)), now) for row in await conn.execute(claim_due(now, limit, held))
-        ]
-        drafts = await _new_jobs(conn, names, firings, box) if firings else []
+    if not await schedules.any_due(now, held):  # most cycles find nothing due: a read, not a locking transaction
+        return 0
+    async with jobs.transaction() as conn:  # the schedules' moves and the jobs their firings make, together
+        firings = [plan(schedule, now) for schedule in await schedules.claim_due(conn, now, limit, held)]
+        drafts = await _new_jobs(schedules, conn, names, firings, box) if firings else []
         allowed = await limits.allowed(drafts)
         waiting = {d.key for d in drafts if d.key not in allowed}
         firings = [f for f in firings if firing_key(f.schedule["id"], f.fire_at) not in waiting]
         if not firings:
             return 0
-        taken = set((await conn.execute(advance(firings, now))).scalars())
+        taken = await schedules.advance(conn, firings, now)
         mine = [f for f in firings if f.schedule["id"] in taken]
         keys = {firing_key(f.schedule["id"], f.fire_at) for f in mine}
         staged = await insert_drafts(jobs, conn, [d for d in drafts if d.key in keys]) if mine else []
@@ -129,7 +80,9 @@ async def fire_due(
     return len(mine)
 
 
-async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing], box: SecretBox) -> list[Draft]:
+async def _new_jobs(
+    schedules: ScheduleStore, conn: AsyncConnection, names: Names, firings: list[Firing], box: SecretBox
+) -> list[Draft]:
     """A draft per firing that has no job yet (a trigger or an earlier run may have made it)."""
     drafts = []
     for firing in firings:
@@ -139,7 +92,5 @@ async def _new_jobs(conn: AsyncConnection, names: Names, firings: list[Firing], 
             logger.error("schedule {} holds a job request no longer valid: {}", firing.schedule["id"], exc)
             continue
         drafts += new_drafts(names, firing.schedule["client_id"], [request], None, box)
-    keys = [d.key for d in drafts]
-    made = select(JOBS.c.client_id, JOBS.c.idempotency_key).where(JOBS.c.idempotency_key.in_(keys))
-    existing = {(client, key) for client, key in await conn.execute(made)}
+    existing = await schedules.fired(conn, [d.key for d in drafts if d.key is not None])
     return [d for d in drafts if (d.job["client_id"], d.key) not in existing]

@@ -35,16 +35,13 @@ class Scheduler:
 
     async def cycle(self) -> None:
         """One pass over what is due now."""
-        engine, names = self.resources.engine, self.resources.names
+        stores, names = self.resources.stores, self.resources.names
         size = self.resources.settings.scheduler_batch_size
         for _ in range(MAX_BATCHES_PER_CYCLE):
             if await self.queue_due(size) < size:
                 break
         for _ in range(MAX_BATCHES_PER_CYCLE):
-            if (
-                await fire_due(engine, self.resources.stores.jobs, names, self.outbox, size, self.limits, self.box)
-                < size
-            ):
+            if await fire_due(stores.schedules, stores.jobs, names, self.outbox, size, self.limits, self.box) < size:
                 break
 
     async def queue_due(self, limit: int) -> int:

@@ -1,4 +1,5 @@
-"""Recurring schedules as the API serves them: create, read, list, change, delete, and trigger one run now."""
+"""Recurring schedules as the API serves them: create, read, list, change, delete, and trigger one run now. Their
+rows are the schedules store's (app/stores/schedules/)."""
 
 import uuid
 from collections.abc import Mapping
@@ -6,19 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from app.core.cron import next_fire
 from app.models.rows import JobRow, ScheduleRow
-from app.models.tables import SCHEDULES
 from app.models.types import utcnow
 from app.schemas.job import Submitted
 from app.services.jobs import JobService
-from app.services.pagination import newest_first
 from app.services.payload_secrets import sealed_job
 from app.services.scheduling.firings import firing_request
-from app.services.tenancy import Principal, visible_to
+from app.services.tenancy import Principal
+from app.stores.schedules import ScheduleStore
 
 # A change to any of these moves the next firing: it is computed again from now.
 TIMING = frozenset({"cron", "timezone", "active"})
@@ -31,7 +28,7 @@ def next_run(schedule: Mapping[str, Any], now: datetime) -> datetime | None:
 
 @dataclass(frozen=True)
 class ScheduleService:
-    engine: AsyncEngine
+    store: ScheduleStore
     jobs: JobService
 
     async def create(self, principal: Principal, fields: dict[str, Any]) -> ScheduleRow:
@@ -39,9 +36,9 @@ class ScheduleService:
         now = utcnow()
         row = {**self._sealed(fields), "id": str(uuid.uuid4()), "client_id": principal.client_id, "version": 0}
         row.update(last_run_at=None, created_at=now, updated_at=now, next_run_at=next_run(row, now))
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(SCHEDULES), row)
-        return cast(ScheduleRow, row)
+        schedule = cast(ScheduleRow, row)
+        await self.store.insert(schedule)
+        return schedule
 
     def _sealed(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Fields with the job's credentials sealed apart (`sealed`), `***` in the job (a schedule answer shows)."""
@@ -52,37 +49,27 @@ class ScheduleService:
 
     async def get(self, principal: Principal, schedule_id: str) -> ScheduleRow | None:
         """The schedule, if it exists and the caller may see it."""
-        query = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        return cast(ScheduleRow, dict(row._mapping)) if row else None
+        return await self.store.get(schedule_id, principal.scope)
 
     async def page(self, principal: Principal, limit: int, cursor: str | None) -> tuple[list[ScheduleRow], str | None]:
         """Newest first; the page and the cursor to the next one when more may follow."""
-        query = select(SCHEDULES).where(visible_to(SCHEDULES, principal))
-        rows, after = await newest_first(self.engine, SCHEDULES, query, limit, cursor, "schedules")
-        return [cast(ScheduleRow, row) for row in rows], after
+        return await self.store.page(principal.scope, limit, cursor)
 
     async def update(self, principal: Principal, schedule_id: str, changes: dict[str, Any]) -> ScheduleRow | None:
-        """Change fields; a new cron, time zone or `active` computes the next firing again from now. The version
-        bump makes a firing that read the old row lose its compare-and-set."""
-        async with self.engine.begin() as conn:
-            query = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
-            found = (await conn.execute(query.with_for_update())).first()
-            if found is None:
-                return None
-            row, now = dict(found._mapping), utcnow()
-            values = {**self._sealed(changes), "updated_at": now, "version": row["version"] + 1}
+        """Change fields; a new cron, time zone or `active` computes the next firing again from now. The store
+        bumps the version, so a firing that read the old row loses its compare-and-set."""
+        now, sealed = utcnow(), self._sealed(changes)
+
+        def values(row: ScheduleRow) -> dict[str, Any]:  # of the row as locked
             if TIMING & changes.keys():
-                values["next_run_at"] = next_run({**row, **changes}, now)
-            await conn.execute(update(SCHEDULES).where(SCHEDULES.c.id == schedule_id).values(**values))
-        return cast(ScheduleRow, {**row, **values})
+                return {**sealed, "updated_at": now, "next_run_at": next_run({**row, **changes}, now)}
+            return {**sealed, "updated_at": now}
+
+        return await self.store.update(schedule_id, principal.scope, values)
 
     async def delete(self, principal: Principal, schedule_id: str) -> bool:
         """Remove it: no further firing; the jobs it made stay."""
-        query = delete(SCHEDULES).where(SCHEDULES.c.id == schedule_id, visible_to(SCHEDULES, principal))
-        async with self.engine.begin() as conn:
-            return bool((await conn.execute(query)).rowcount)
+        return await self.store.delete(schedule_id, principal.scope)
 
     async def trigger(self, principal: Principal, schedule_id: str) -> tuple[JobRow, Submitted] | None:
         """One run now, outside the cron: a firing for this second (so a repeat within it is the same job)."""

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from app.core import metrics
 from app.core.resources import Resources
 from app.core.statuses import JobStatus, WorkerState
-from app.models.tables import JOBS, OUTBOX, SCHEDULES
+from app.models.tables import JOBS, OUTBOX
 from app.models.types import utcnow
 from app.schemas.payloads.registry import PAYLOADS
 from app.services.job_type_breakers import job_type_breakers
@@ -125,10 +125,9 @@ class Gauges:
     async def scheduled(self) -> None:
         """Jobs waiting for their time, and how late the most overdue job or active schedule is."""
         waiting = select(func.count(), func.min(JOBS.c.next_attempt_at)).where(JOBS.c.status == JobStatus.SCHEDULED)
-        firing = select(func.min(SCHEDULES.c.next_run_at)).where(SCHEDULES.c.active)
         async with self.resources.engine.connect() as conn:
             count, earliest_job = (await conn.execute(waiting)).one()
-            earliest_firing = (await conn.execute(firing)).scalar()
+        earliest_firing = await self.resources.stores.schedules.earliest_firing()
         metrics.SCHEDULED_WAITING.set(count)
         now = utcnow()
         lags = [(now - due).total_seconds() for due in (earliest_job, earliest_firing) if due is not None]
