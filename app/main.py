@@ -42,7 +42,7 @@ from app.core.statuses import WorkerState
 from app.dashboard import routes as dashboard
 from app.runtime import Hooks, Runtime, add_background, add_gauges, add_steering, nothing
 from app.services.api_keys import ApiKeyService
-from app.services.artifacts import artifact_store
+from app.services.artifacts import artifact_service
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.idempotency import IdempotencyCache
@@ -117,10 +117,11 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
         resources=resources,
         jobs=JobService(resources.engine, resources.stores.jobs, outbox, names, idempotency, failpoints, box),
         keys=ApiKeyService(
-            resources.engine, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
+            resources.stores.api_keys, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
         ),
         webhooks=WebhookService(
             resources.engine,
+            resources.stores.endpoints,
             outbox,
             names,
             box,
@@ -130,7 +131,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
         ),
         deliveries=deliveries,
         dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, failpoints),
-        artifacts=artifact_store(resources),
+        artifacts=artifact_service(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
         live=LiveStreams(resources.engine, names, feed.hub, feed),

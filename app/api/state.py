@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from app.core.replies import ReplyInbox
 from app.core.resources import Resources
 from app.services.api_keys import ApiKeyService
-from app.services.artifacts import ArtifactStore
+from app.services.artifacts import ArtifactService
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.job_type_breakers import JobTypeBreakers
@@ -27,7 +27,7 @@ class ApiState:
     webhooks: WebhookService
     deliveries: DeliveryService
     dlq: DlqService
-    artifacts: ArtifactStore
+    artifacts: ArtifactService
     limiter: RateLimiter
     breakers: JobTypeBreakers
     replies: ReplyInbox

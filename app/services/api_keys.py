@@ -8,20 +8,16 @@ import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import cast
 
 from loguru import logger
 from redis.exceptions import RedisError
-from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.redis_batch import RedisBatch
 from app.models.rows import ApiKeyRow
-from app.models.tables import API_KEYS
 from app.models.types import utcnow
 from app.services.tenancy import Principal
+from app.stores.api_keys import ApiKeyStore
 
-KEYS = API_KEYS
 KEY_PREFIX = "tq_"
 ADMIN_CLIENT = "admin"
 CACHED_KEYS = 10_000
@@ -45,7 +41,7 @@ class ApiKeyService:
     revocation bumps it after its commit, so a revoked key gets 401 at once in every process. Without Redis,
     every request asks the database."""
 
-    engine: AsyncEngine
+    store: ApiKeyStore
     admin_key: str | None
     redis: RedisBatch | None = None  # requests asking at the same time share one GET
     generation_key: str = ""
@@ -68,12 +64,8 @@ class ApiKeyService:
         return principal
 
     async def _lookup(self, digest: str) -> Principal | None:
-        query = select(KEYS.c.id, KEYS.c.client_id, KEYS.c.admin).where(
-            KEYS.c.key_hash == digest, KEYS.c.revoked_at.is_(None)
-        )
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        return Principal(key_id=row.id, client_id=row.client_id, admin=row.admin) if row else None
+        row = await self.store.live(digest)
+        return Principal(key_id=row["id"], client_id=row["client_id"], admin=row["admin"]) if row else None
 
     def _remember(self, digest: str, principal: Principal, generation: bytes) -> None:
         self._cache[digest] = (principal, generation)
@@ -96,10 +88,7 @@ class ApiKeyService:
 
     async def revoked_among(self, key_ids: set[str]) -> set[str]:
         """Those of `key_ids` that are revoked (or gone)."""
-        query = select(KEYS.c.id).where(KEYS.c.id.in_(list(key_ids)), KEYS.c.revoked_at.is_(None))
-        async with self.engine.connect() as conn:
-            live = set((await conn.execute(query)).scalars())
-        return key_ids - live
+        return key_ids - await self.store.live_among(key_ids)
 
     async def _bump(self) -> None:
         """A new generation, so every process stops trusting its cache; retried until Redis takes it."""
@@ -124,25 +113,19 @@ class ApiKeyService:
             "created_at": utcnow(),
             "revoked_at": None,
         }
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(KEYS).values(**row))
+        await self.store.add(row)
         return row, key
 
     async def list(self) -> list[ApiKeyRow]:
-        query = select(KEYS).order_by(KEYS.c.created_at.desc(), KEYS.c.id)
-        async with self.engine.connect() as conn:
-            return [cast(ApiKeyRow, dict(r._mapping)) for r in await conn.execute(query)]
+        return await self.store.newest_first()
 
     async def revoke(self, key_id: str) -> bool:
         """Revoke a key; False when there is no such live key."""
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(KEYS).where(KEYS.c.id == key_id, KEYS.c.revoked_at.is_(None)).values(revoked_at=utcnow())
-            )
+        revoked = await self.store.revoke(key_id)
         self._cache.clear()
         if self.redis is not None:
             # While Redis is down no process trusts its cache anyway; the bump must land before it is back.
             self._pending_bump = asyncio.create_task(self._bump(), name="api-keys-generation")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._pending_bump), BUMP_WAIT_SECONDS)
-        return result.rowcount == 1
+        return revoked

@@ -1,21 +1,18 @@
 """Job artifacts behind one small interface: bytes in the database or under a directory, metadata in the
-database, so any API process can serve any job's file."""
+database (the artifacts store's rows), so any API process can serve any job's file."""
 
 import asyncio
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, cast
-
-from sqlalchemy import delete, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from typing import Literal
 
 from app.core.resources import Resources
 from app.models.rows import ArtifactRow
-from app.models.tables import ARTIFACTS
 from app.models.types import utcnow
-from app.services.tenancy import Principal, visible_to
+from app.services.tenancy import Principal
+from app.stores.artifacts import ArtifactStore
 
 
 def artifact_url(job_id: str) -> str:
@@ -23,8 +20,8 @@ def artifact_url(job_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class ArtifactStore:
-    engine: AsyncEngine
+class ArtifactService:
+    store: ArtifactStore
     storage: Literal["database", "directory"]
     directory: Path
 
@@ -33,7 +30,7 @@ class ArtifactStore:
         path = None
         if self.storage == "directory":
             path = await asyncio.to_thread(self._write, job_id, data)
-        row = {
+        row: ArtifactRow = {
             "job_id": job_id,
             "client_id": client_id,
             "content_type": content_type,
@@ -44,9 +41,7 @@ class ArtifactStore:
             "path": path,
             "created_at": utcnow(),
         }
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(ARTIFACTS).where(ARTIFACTS.c.job_id == job_id))
-            await conn.execute(insert(ARTIFACTS).values(**row))
+        await self.store.put(row)
         return artifact_url(job_id)
 
     def _write(self, job_id: str, data: bytes) -> str:
@@ -59,12 +54,9 @@ class ArtifactStore:
 
     async def load(self, principal: Principal, job_id: str) -> tuple[ArtifactRow, bytes] | None:
         """The job's file and its metadata, if the caller may see the job; None otherwise."""
-        query = select(ARTIFACTS).where(ARTIFACTS.c.job_id == job_id, visible_to(ARTIFACTS, principal))
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        if row is None:
+        meta = await self.store.get(job_id, principal.scope)
+        if meta is None:
             return None
-        meta = cast(ArtifactRow, dict(row._mapping))
         if meta["path"]:
             try:
                 return meta, await asyncio.to_thread(Path(meta["path"]).read_bytes)
@@ -76,23 +68,11 @@ class ArtifactStore:
         """Delete artifacts (rows and files) created before `cutoff`, a batch at a time."""
         total = 0
         while True:
-            async with self.engine.begin() as conn:
-                query = select(ARTIFACTS.c.job_id, ARTIFACTS.c.path).where(ARTIFACTS.c.created_at < cutoff)
-                rows = (await conn.execute(query.limit(batch_size))).all()
-                if not rows:
-                    return total
-                await conn.execute(delete(ARTIFACTS).where(ARTIFACTS.c.job_id.in_([r.job_id for r in rows])))
-            for row in rows:
-                if row.path:
-                    await asyncio.to_thread(Path(row.path).unlink, missing_ok=True)
-            total += len(rows)
-
-
-async def drop_rows_of(conn: AsyncConnection, job_ids: list[str]) -> list[str]:
-    """Delete these jobs' artifact rows in `conn`'s transaction; the paths of their files, to remove once it
-    commits (a file removed before a rollback would leave a row without its bytes)."""
-    deleted = delete(ARTIFACTS).where(ARTIFACTS.c.job_id.in_(job_ids)).returning(ARTIFACTS.c.path)
-    return [path for path in (await conn.execute(deleted)).scalars() if path]
+            count, paths = await self.store.drop_older_than(cutoff, batch_size)
+            if not count:
+                return total
+            await remove_files(paths)
+            total += count
 
 
 async def remove_files(paths: list[str]) -> None:
@@ -101,7 +81,7 @@ async def remove_files(paths: list[str]) -> None:
         await asyncio.to_thread(Path(path).unlink, missing_ok=True)
 
 
-def artifact_store(resources: Resources) -> ArtifactStore:
-    """The store the settings ask for."""
+def artifact_service(resources: Resources) -> ArtifactService:
+    """The artifacts the settings ask for: bytes in the database or under ARTIFACT_DIR."""
     settings = resources.settings
-    return ArtifactStore(resources.engine, settings.artifact_storage, Path(settings.artifact_dir))
+    return ArtifactService(resources.stores.artifacts, settings.artifact_storage, Path(settings.artifact_dir))

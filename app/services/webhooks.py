@@ -5,8 +5,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.messages import delivery_id, dumps
 from app.core.names import TEST_EVENT, Names
@@ -14,20 +13,21 @@ from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
 from app.core.ssrf import Resolver, resolve
 from app.models.rows import EndpointRow
-from app.models.tables import ENDPOINTS
 from app.models.types import utcnow
 from app.services.deliveries import DeliveryService
 from app.services.outbox import Outbox
-from app.services.tenancy import Principal, visible_to
+from app.services.tenancy import Principal
 from app.stores.deliveries import DeliveryStore, Fanned, Target
 from app.stores.deliveries.secrets import client_secret
+from app.stores.endpoints import EndpointStore
 
 ROTATION_OVERLAP = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
 class WebhookService:
-    engine: AsyncEngine
+    engine: AsyncEngine  # for the transactions shared with the deliveries store (a test event, a default secret)
+    endpoints: EndpointStore
     outbox: Outbox
     names: Names
     box: SecretBox
@@ -58,20 +58,15 @@ class WebhookService:
             "updated_at": now,
             "deleted_at": None,
         }
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(ENDPOINTS).values(**row))
-        return cast(EndpointRow, row), secret  # the request's fields complete the row
+        endpoint = cast(EndpointRow, row)  # the request's fields complete the row
+        await self.endpoints.add(endpoint)
+        return endpoint, secret
 
     async def list(self, principal: Principal) -> list[EndpointRow]:
-        query = select(ENDPOINTS).where(visible_to(ENDPOINTS, principal), ENDPOINTS.c.deleted_at.is_(None))
-        async with self.engine.connect() as conn:
-            return [
-                cast(EndpointRow, dict(r._mapping)) for r in await conn.execute(query.order_by(ENDPOINTS.c.created_at))
-            ]
+        return await self.endpoints.live(principal.scope)
 
     async def get(self, principal: Principal, endpoint_id: str) -> EndpointRow | None:
-        async with self.engine.connect() as conn:
-            return await _visible(conn, principal, endpoint_id)
+        return await self.endpoints.get(endpoint_id, principal.scope)
 
     async def update(self, principal: Principal, endpoint_id: str, changes: dict[str, Any]) -> EndpointRow | None:
         """Change an endpoint. Re-enabling it is an operator's word that it works again: its pending deliveries
@@ -81,46 +76,29 @@ class WebhookService:
         enabled = changes.get("active") is True
         if enabled:
             changes = {**changes, "disabled_reason": None, "failing_since": None}
-        async with self.engine.begin() as conn:
-            if await _visible(conn, principal, endpoint_id) is None:
-                return None
-            await conn.execute(
-                update(ENDPOINTS).where(ENDPOINTS.c.id == endpoint_id).values(**changes, updated_at=utcnow())
-            )
-            endpoint = await _visible(conn, principal, endpoint_id)
-        if enabled and self.delivery_service is not None:
+        endpoint = await self.endpoints.change(endpoint_id, principal.scope, changes)
+        if endpoint is not None and enabled and self.delivery_service is not None:
             await self.delivery_service.redeliver(principal, endpoint_id=endpoint_id, pending=True)
         return endpoint
 
     async def delete(self, principal: Principal, endpoint_id: str) -> bool:
         """Soft-delete: deliveries keep their history; nothing more is sent to it."""
-        return await self._set(principal, endpoint_id, deleted_at=utcnow(), active=False)
+        deleted = {"deleted_at": utcnow(), "active": False}
+        return await self.endpoints.update_live(endpoint_id, principal.scope, deleted)
 
     async def rotate(self, principal: Principal, endpoint_id: str) -> str | None:
         """A new secret; the old one keeps signing beside it for 24 hours."""
-        async with self.engine.connect() as conn:
-            endpoint = await _visible(conn, principal, endpoint_id)
+        endpoint = await self.endpoints.get(endpoint_id, principal.scope)
         if endpoint is None:
             return None
         secret = new_secret()
-        await self._set(
-            principal,
-            endpoint_id,
-            secret=self.box.seal(secret),
-            previous_secret=endpoint["secret"],
-            previous_expires_at=utcnow() + ROTATION_OVERLAP,
-        )
+        rotated = {
+            "secret": self.box.seal(secret),
+            "previous_secret": endpoint["secret"],
+            "previous_expires_at": utcnow() + ROTATION_OVERLAP,
+        }
+        await self.endpoints.update_live(endpoint_id, principal.scope, rotated)
         return secret
-
-    async def _set(self, principal: Principal, endpoint_id: str, **values: Any) -> bool:
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(ENDPOINTS)
-                .where(ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None))
-                .where(visible_to(ENDPOINTS, principal))
-                .values(**values, updated_at=utcnow())
-            )
-        return result.rowcount == 1
 
     async def default_secret(self, principal: Principal) -> str:
         """The secret that signs this client's callback_url deliveries, created on first use."""
@@ -130,7 +108,7 @@ class WebhookService:
     async def send_test(self, principal: Principal, endpoint_id: str, request_id: str | None) -> str | None:
         """Queue a `webhook.test` event for the endpoint now; return the delivery id."""
         async with self.engine.begin() as conn:
-            endpoint = await _visible(conn, principal, endpoint_id)
+            endpoint = await self.endpoints.read(conn, endpoint_id, principal.scope)
             if endpoint is None:
                 return None
             event_id = f"evt_test_{uuid.uuid4().hex}"
@@ -141,11 +119,3 @@ class WebhookService:
             [staged] = await self.deliveries.stage(conn, [fanned])
         await self.outbox.publish(staged)
         return delivery_id(event_id, endpoint_id)
-
-
-async def _visible(conn: AsyncConnection, principal: Principal, endpoint_id: str) -> EndpointRow | None:
-    query = select(ENDPOINTS).where(
-        ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None), visible_to(ENDPOINTS, principal)
-    )
-    row = (await conn.execute(query)).first()
-    return cast(EndpointRow, dict(row._mapping)) if row else None

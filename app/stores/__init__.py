@@ -1,7 +1,8 @@
 """The stores: each aggregate's reads and writes behind one interface. The hot ones (jobs, outbox, deliveries)
 have a PostgreSQL implementation (array statements, a hot batch one statement) and a portable one (SQLite, MSSQL
-by rendering), chosen here once, when `Resources.open` sees the database URL; the schedules have one SQL
-implementation for every database. No module outside `app/stores/` asks which database it is on."""
+by rendering), chosen here once, when `Resources.open` sees the database URL; the others (schedules, webhook
+endpoints, API keys, artifacts) have one SQL implementation for every database. No module outside `app/stores/`
+asks which database it is on."""
 
 from dataclasses import dataclass
 
@@ -10,9 +11,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.stores import postgres
+from app.stores.api_keys import ApiKeyStore
+from app.stores.api_keys.sql import SqlApiKeys
+from app.stores.artifacts import ArtifactStore
+from app.stores.artifacts.sql import SqlArtifacts
 from app.stores.deliveries import DeliveryStore
 from app.stores.deliveries.portable import PortableDeliveries
 from app.stores.deliveries.postgres import PgDeliveries
+from app.stores.endpoints import EndpointStore
+from app.stores.endpoints.sql import SqlEndpoints
 from app.stores.jobs import JobStore
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres import PgJobs
@@ -30,6 +37,9 @@ class Stores:
     outbox: OutboxStore
     deliveries: DeliveryStore
     schedules: ScheduleStore
+    endpoints: EndpointStore
+    api_keys: ApiKeyStore
+    artifacts: ArtifactStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -41,12 +51,14 @@ class Stores:
 def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: SecretBox) -> Stores:
     """The stores for this engine's database; `lease_seconds` is how long a claimed job's lease lasts, `box` opens
     the secrets that sign deliveries."""
+    # the same on every database:
+    rows = SqlSchedules(engine), SqlEndpoints(engine), SqlApiKeys(engine), SqlArtifacts(engine)
     if postgres.applies(engine):
         connections = PgConnections(engine)
         pg_outbox = PgOutbox(engine)
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
-        return Stores(pg_jobs, pg_outbox, pg_deliveries, SqlSchedules(engine), connections)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, connections)
     outbox = PortableOutbox(engine)
     jobs = PortableJobs(engine, names, outbox, lease_seconds)
-    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), SqlSchedules(engine))
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), *rows)

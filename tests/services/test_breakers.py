@@ -20,15 +20,10 @@ from app.core.breaker import BreakerState, Policy
 from app.core.names import Names
 from app.core.redis_batch import RedisBatch
 from app.models.tables import ENDPOINTS
-from app.services.endpoint_health import (
-    EndpointResult,
-    clear_failing,
-    disable,
-    failing_too_long,
-    judge_endpoints,
-    mark_failing,
-)
+from app.services.endpoint_health import EndpointResult, judge_endpoints
 from app.services.job_type_breakers import JobTypeBreakers
+from app.stores.endpoints.health import clear_failing, disable, failing_too_long, mark_failing
+from app.stores.endpoints.sql import SqlEndpoints
 from app.workers.jobs.breakers import BatchedBreakers
 from app.workers.webhooks.breakers import (
     ADMIT,
@@ -413,7 +408,7 @@ async def add_endpoint(engine: AsyncEngine, failing_for: float | None = None, ac
 
 async def judge(engine: AsyncEngine, *outcomes: EndpointResult) -> list[tuple[str, str]]:
     async with engine.begin() as conn:
-        return await judge_endpoints(conn, outcomes, NOW, BOUND)
+        return await judge_endpoints(SqlEndpoints(engine), conn, outcomes, NOW, BOUND)
 
 
 async def endpoint(engine: AsyncEngine, endpoint_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.services.upkeep.retention import Retention
+from app.stores.artifacts.sql import SqlArtifacts
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhooks.worker import WebhookWorker
 from tests.conftest import REDIS_URL, make_settings, start_worker
@@ -187,7 +188,7 @@ async def test_retention_deletes_old_rows_in_batches_and_keeps_young_ones(db: As
                             delivery_id=delivery_id, attempt=n, status_code=500, duration_ms=1.0, created_at=at
                         )
                     )
-    sweep = await Retention(db, delivery_days=30, job_days=30, batch_size=2).sweep(now)
+    sweep = await Retention(db, delivery_days=30, job_days=30, batch_size=2, artifact_rows=SqlArtifacts(db)).sweep(now)
     assert sweep.deleted["delivery_attempts"] >= 8  # 4 old deliveries x 2 attempts (other tests' rows are young)
     assert sweep.deleted["job_events"] >= 9  # 3 old finished jobs x 3 events; the running job keeps its trail
     assert sweep.batches >= 4 + 2 + 5  # at most 2 rows per delete

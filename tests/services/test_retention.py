@@ -19,6 +19,7 @@ from app.core.resources import Resources
 from app.core.statuses import JobStatus
 from app.models.tables import ARTIFACTS, ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.services.upkeep.retention import Retention, delete_finished, finished_before
+from app.stores.artifacts.sql import SqlArtifacts
 from app.workers.jobs.worker import JobWorker
 from tests.conftest import make_settings
 from tests.services.test_dlq import dlq_ids
@@ -119,7 +120,10 @@ async def test_jobs_finished_long_ago_go_with_everything_theirs_and_the_others_s
     ]
     before = {status: pruned_so_far(status) for status in LIFETIMES}
 
-    retention = Retention(engine, delivery_days=1000, job_days=1000, batch_size=2, job_lifetimes=LIFETIMES)
+    rows = SqlArtifacts(engine)
+    retention = Retention(
+        engine, delivery_days=1000, job_days=1000, batch_size=2, artifact_rows=rows, job_lifetimes=LIFETIMES
+    )
     sweep = await retention.sweep(NOW)
 
     assert await what_is_left(engine, old + kept) == {job_id: WHOLE for job_id in kept}
@@ -134,7 +138,8 @@ async def test_a_lifetime_of_zero_keeps_finished_jobs_forever(engine: AsyncEngin
     ids = [await a_finished_job(engine, status, 3650) for status in LIFETIMES]
 
     forever = dict.fromkeys(LIFETIMES, 0.0)
-    sweep = await Retention(engine, 10**5, 10**5, batch_size=10, job_lifetimes=forever).sweep(NOW)
+    rows = SqlArtifacts(engine)
+    sweep = await Retention(engine, 10**5, 10**5, batch_size=10, artifact_rows=rows, job_lifetimes=forever).sweep(NOW)
 
     assert await what_is_left(engine, ids) == {job_id: WHOLE for job_id in ids}
     assert sweep.pruned == {}

@@ -50,7 +50,7 @@ def batches_for(resources: Resources, outbox: Outbox) -> DeliveryBatches:
     """The batches as the webhook worker builds them."""
     settings = resources.settings
     lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-    health = EndpointHealth(settings.webhook_disable_after_seconds)
+    health = EndpointHealth(resources.stores.endpoints, settings.webhook_disable_after_seconds)
     return DeliveryBatches(resources.stores.deliveries, outbox, lease, health)
 
 

@@ -35,11 +35,12 @@ BOX = SecretBox(TEST_SETTINGS["secret_encryption_key"])
 Event = tuple[dict[str, Any], bytes, str | None]
 
 
-HEALTH = EndpointHealth(disable_after_seconds=3600)
-
-
 def store(engine: AsyncEngine) -> DeliveryStore:
     return stores_for(engine, Names(NS), BOX).deliveries
+
+
+def health(engine: AsyncEngine) -> EndpointHealth:
+    return EndpointHealth(stores_for(engine, Names(NS), BOX).endpoints, disable_after_seconds=3600)
 
 
 async def claims(engine: AsyncEngine, ids: list[str]) -> list[Claim]:
@@ -49,7 +50,7 @@ async def claims(engine: AsyncEngine, ids: list[str]) -> list[Claim]:
 
 async def record(engine: AsyncEngine, batch: list[Recording]) -> list[bool]:
     """Record a batch of attempts as the webhook worker does, its endpoints judged."""
-    return await store(engine).record(batch, HEALTH)
+    return await store(engine).record(batch, health(engine))
 
 
 def a_client() -> str:

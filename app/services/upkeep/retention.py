@@ -19,8 +19,9 @@ from app.core.resources import Resources
 from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus
 from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
 from app.models.types import utcnow
-from app.services.artifacts import ArtifactStore, artifact_store, drop_rows_of, remove_files
+from app.services.artifacts import ArtifactService, artifact_service, remove_files
 from app.services.upkeep.janitor import DlqJanitor
+from app.stores.artifacts import ArtifactStore
 
 # A job goes with its audit rows, deliveries and attempts: about this many rows. A batch of jobs holds
 # RETENTION_BATCH_SIZE rows in all (100 jobs by default), so that one commit's write-ahead log stays small and the
@@ -49,7 +50,8 @@ class Retention:
     delivery_days: float
     job_days: float
     batch_size: int
-    artifacts: ArtifactStore | None = None
+    artifact_rows: ArtifactStore  # a pruned job's go with it
+    artifacts: ArtifactService | None = None  # purges artifacts older than `artifact_days`
     artifact_days: float = 30
     # Finished jobs are deleted this many days after they finished, by status; a status not here, or 0, is kept.
     job_lifetimes: Mapping[JobStatus, float] = field(default_factory=dict)
@@ -64,7 +66,8 @@ class Retention:
             settings.retention_delivery_days,
             settings.retention_job_days,
             settings.retention_batch_size,
-            artifact_store(resources),
+            resources.stores.artifacts,
+            artifact_service(resources),
             settings.retention_artifact_days,
             job_lifetimes={
                 JobStatus.SUCCEEDED: settings.job_retention_days,
@@ -118,7 +121,7 @@ class Retention:
             started = time.monotonic()
             async with self.engine.begin() as conn:
                 ids = list((await conn.execute(old)).scalars())
-                gone, files = await _delete_jobs(conn, ids, status, cutoff) if ids else ([], [])
+                gone, files = await _delete_jobs(conn, ids, status, cutoff, self.artifact_rows) if ids else ([], [])
             if not ids:
                 return total
             await remove_files(files)
@@ -166,7 +169,7 @@ def delete_finished(ids: list[str], status: JobStatus, cutoff: datetime) -> Retu
 
 
 async def _delete_jobs(
-    conn: AsyncConnection, ids: list[str], status: JobStatus, cutoff: datetime
+    conn: AsyncConnection, ids: list[str], status: JobStatus, cutoff: datetime, artifacts: ArtifactStore
 ) -> tuple[list[str], list[str]]:
     """Delete these jobs as `delete_finished` does, and their deliveries, attempts and artifact rows; their audit
     rows go with them (ON DELETE CASCADE). The ids deleted, and the artifact files to remove once the transaction
@@ -177,4 +180,4 @@ async def _delete_jobs(
     theirs = select(DELIVERIES.c.id).where(DELIVERIES.c.job_id.in_(gone))
     await conn.execute(delete(ATTEMPTS).where(ATTEMPTS.c.delivery_id.in_(theirs)))
     await conn.execute(delete(DELIVERIES).where(DELIVERIES.c.job_id.in_(gone)))
-    return gone, await drop_rows_of(conn, gone)
+    return gone, await artifacts.drop(conn, gone)

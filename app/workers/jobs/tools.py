@@ -1,4 +1,4 @@
-"""The tools a running handler may use (JobTools): the CPU pool, the artifact store, and HTTP through the
+"""The tools a running handler may use (JobTools): the CPU pool, the artifacts, and HTTP through the
 SSRF guard. Shared per worker; bound to one job per run."""
 
 from collections.abc import Callable
@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from app.core import safe_http
 from app.handlers.base import HttpAnswer
-from app.services.artifacts import ArtifactStore
+from app.services.artifacts import ArtifactService
 from app.workers.jobs.cpu_pool import CpuPool
 
 T = TypeVar("T")
@@ -19,7 +19,7 @@ class SharedTools:
     """One per worker process."""
 
     pool: CpuPool
-    store: ArtifactStore
+    artifacts: ArtifactService
     http: safe_http.SafeClient  # the SSRF guard checks each connection as it is dialled
 
     def bind(self, client_id: str) -> "JobToolsImpl":
@@ -35,7 +35,7 @@ class JobToolsImpl:
         return await self.shared.pool.run(fn, *args)
 
     async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
-        return await self.shared.store.save(job_id, self.client_id, data, content_type, filename)
+        return await self.shared.artifacts.save(job_id, self.client_id, data, content_type, filename)
 
     async def fetch(self, url: str, max_bytes: int) -> tuple[bytes, str]:
         return await safe_http.download(self.shared.http, url, {}, FETCH_TIMEOUT_SECONDS, max_bytes)

@@ -26,7 +26,7 @@ from app.handlers.errors import PermanentError
 from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services import job_log
-from app.services.artifacts import artifact_store
+from app.services.artifacts import artifact_service
 from app.services.job_type_breakers import job_type_breakers
 from app.services.outbox import Outbox
 from app.stores.outbox import Pending
@@ -74,7 +74,7 @@ class JobWorker:
         self.breakers = BatchedBreakers(job_type_breakers(self.resources))
         self.tools = SharedTools(
             CpuPool(settings.cpu_pool_size),
-            artifact_store(self.resources),
+            artifact_service(self.resources),
             safe_client(
                 settings.webhook_allow_private_networks,
                 max_connections=settings.webhook_max_connections,

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.core.statuses import DeliveryStatus
 from app.services.endpoint_health import EndpointResult, judge_endpoints
 from app.stores.deliveries import GONE, Attempt, Recording
+from app.stores.endpoints import EndpointStore
 from app.workers.retry_policy import DeadLetter, Retry
 from app.workers.webhooks.claims import Send
 
@@ -30,11 +31,13 @@ class EndpointHealth:
     """A record batch's judge: each endpoint's answers tracked, those gone (410) or failing longer than
     `disable_after_seconds` disabled, in the record's transaction."""
 
+    endpoints: EndpointStore
     disable_after_seconds: float
 
     async def __call__(self, conn: AsyncConnection, judged: list[Recording], now: datetime) -> None:
         results = [
             EndpointResult(r.delivery["endpoint_id"] or "", r.attempt.ok, r.attempt.status_code == GONE) for r in judged
         ]
-        for endpoint_id, reason in await judge_endpoints(conn, results, now, self.disable_after_seconds):
+        disabled = await judge_endpoints(self.endpoints, conn, results, now, self.disable_after_seconds)
+        for endpoint_id, reason in disabled:
             logger.warning("webhook endpoint {} disabled: {}", endpoint_id, reason)

@@ -51,7 +51,7 @@ class WebhookWorker:
         settings = self.resources.settings
         names = self.resources.names
         lease = settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
-        health = EndpointHealth(settings.webhook_disable_after_seconds)
+        health = EndpointHealth(self.resources.stores.endpoints, settings.webhook_disable_after_seconds)
         failpoints = Failpoints.parse(settings.failpoints)
         store = self.resources.stores.deliveries
         self.batches = DeliveryBatches(store, self.outbox, lease, health, failpoints=failpoints)
