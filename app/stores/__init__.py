@@ -12,6 +12,8 @@ from app.stores import postgres
 from app.stores.deliveries import DeliveryStore
 from app.stores.deliveries.portable import PortableDeliveries
 from app.stores.deliveries.postgres import PgDeliveries
+from app.stores.job_types import JobTypeStore
+from app.stores.job_types.sql import SqlJobTypes
 from app.stores.jobs import JobStore
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres import PgJobs
@@ -26,6 +28,7 @@ class Stores:
     jobs: JobStore
     outbox: OutboxStore
     deliveries: DeliveryStore
+    job_types: JobTypeStore  # the same on every database
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -42,7 +45,7 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
         pg_outbox = PgOutbox(engine)
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
-        return Stores(pg_jobs, pg_outbox, pg_deliveries, connections)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, SqlJobTypes(engine), connections)
     outbox = PortableOutbox(engine)
     jobs = PortableJobs(engine, names, outbox, lease_seconds)
-    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box))
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), SqlJobTypes(engine))
