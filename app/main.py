@@ -18,6 +18,7 @@ from app.api.routes import (
     deliveries,
     dlq,
     health,
+    job_types,
     jobs,
     live,
     logs,
@@ -47,6 +48,7 @@ from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.idempotency import IdempotencyCache
 from app.services.job_type_breakers import job_type_breakers
+from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
 from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
@@ -134,6 +136,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
         artifacts=artifact_service(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),
+        job_types=JobTypeService(resources.stores.job_types, resources.stores.jobs, outbox),
         live=LiveStreams(resources.engine, names, feed.hub, feed),
         replies=inbox,
         workers={"job_worker": lambda: WorkerState.DISABLED, "webhook_worker": lambda: WorkerState.DISABLED},
@@ -158,7 +161,21 @@ def app_from_environment() -> FastAPI:
     return app
 
 
-ROUTES = (health, api_keys, jobs, schedules, live, webhooks, deliveries, dlq, circuits, logs, workers, overview)
+ROUTES = (
+    health,
+    api_keys,
+    jobs,
+    schedules,
+    live,
+    webhooks,
+    deliveries,
+    dlq,
+    circuits,
+    job_types,
+    logs,
+    workers,
+    overview,
+)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -48,6 +48,7 @@ TEST_SETTINGS: dict[str, Any] = {
     "outbox_relay_after": 0,
     "outbox_relay_interval": 0.2,
     "scheduler_interval_seconds": 0.2,
+    "pause_refresh_seconds": 0.2,
     "background_backoff_base_seconds": 1,
     "background_backoff_max_seconds": 4,
     "webhook_retry_schedule": "0.2,0.4",

@@ -284,6 +284,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "updated_at": at,
         "started_at": None,
         "finished_at": None,
+        "held": None,
     }
     return {**job, **overrides}
 

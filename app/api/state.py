@@ -10,6 +10,7 @@ from app.services.artifacts import ArtifactService
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
 from app.services.job_type_breakers import JobTypeBreakers
+from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
 from app.services.scheduling.schedules import ScheduleService
@@ -30,6 +31,7 @@ class ApiState:
     artifacts: ArtifactService
     limiter: RateLimiter
     breakers: JobTypeBreakers
+    job_types: JobTypeService
     replies: ReplyInbox
     live: LiveStreams
     directory: WorkerDirectory

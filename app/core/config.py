@@ -179,6 +179,11 @@ class Settings(BaseSettings):
     """The most due jobs (or schedules) one statement of the scheduler claims; at most 200, which keeps every
     statement within MSSQL's 2,100 parameters."""
 
+    pause_refresh_seconds: float = Field(default=1.0, gt=0, le=60)
+    """Seconds between two reads of the paused job types by each job worker (about how long a pause takes to hold
+    every new job of its type), and between two passes that release the held jobs of types resumed since
+    (docs/flow-control.md)."""
+
     db_pool_size: int = Field(default=10, ge=1)
     """Connections per database pool; the pool may open as many again as overflow (ignored for SQLite)."""
 

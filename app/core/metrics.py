@@ -92,6 +92,12 @@ SCHEDULER_LAG = Histogram(
     ["source"],
     buckets=LAG_BUCKETS,
 )
+HELD_JOBS = Gauge(
+    "held_jobs",
+    "Jobs waiting in the database rather than in a lane, by why (`paused`: their job type is paused).",
+    ["reason"],
+    multiprocess_mode=LIVE,
+)
 JOBS_PRUNED = Counter(
     "jobs_pruned",
     "Finished jobs deleted by retention, with their audit rows, deliveries and artifacts.",

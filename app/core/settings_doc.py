@@ -24,6 +24,7 @@ SECTIONS = {
     "webhook_retry_schedule": "Webhooks",
     "retention_delivery_days": "Retention and background loops",
     "scheduler_enabled": "Scheduled and recurring jobs",
+    "pause_refresh_seconds": "Flow control",
     "db_pool_size": "Database pool",
     "metrics_port": "Metrics and heartbeats",
     "cpu_pool_size": "CPU-bound jobs and artifacts",

@@ -32,6 +32,9 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED})
+# The statuses a job may be held back in (DESIGN.md rule 18): waiting to start, its message in hand. A held job
+# keeps its status; `jobs.held` says why it waits, and its release sends its message again.
+HOLDABLE: tuple[JobStatus, ...] = (S.PENDING, S.QUEUED, S.RETRYING)
 
 
 def can_move(source: JobStatus, target: JobStatus) -> bool:
@@ -77,6 +80,13 @@ class TrailEvent(StrEnum):
     CREATED = "created"  # the job's first entry: saved, before any status change
     REPLAYED = "replayed"  # sent back to work from the DLQ
     DELIVERY = "delivery"  # one webhook delivery's outcome
+    HELD = "held"  # held back in the database (detail.reason), its message acked until its release
+
+
+class HeldReason(StrEnum):
+    """Why a job waits in the database rather than in a lane (`jobs.held`, the `held` audit row's reason)."""
+
+    PAUSED = "paused"  # its job type is paused
 
 
 class WorkerState(StrEnum):

@@ -4,6 +4,7 @@ from app.models.api_key import ApiKey
 from app.models.artifact import Artifact
 from app.models.base import Base
 from app.models.job import Job, JobEvent
+from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
 from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
@@ -17,6 +18,7 @@ __all__ = [
     "DeliveryAttempt",
     "Job",
     "JobEvent",
+    "JobTypePause",
     "OutboxMessage",
     "Schedule",
     "WebhookEndpoint",

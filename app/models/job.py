@@ -43,6 +43,9 @@ class Job(Base):
     # When a job submitted with run_at or delay_seconds is due; while it is `scheduled`, next_attempt_at holds
     # the same time, so the scheduler's scan rides the (status, next_attempt_at) index.
     run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Why a job waiting to start is held back in the database (core/statuses.HeldReason: its type is paused);
+    # NULL for every job that may run. Not a status: a held job stays pending, queued or retrying.
+    held: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
@@ -67,6 +70,17 @@ class Job(Base):
             postgresql_where=text("finished_at IS NOT NULL"),
             sqlite_where=text("finished_at IS NOT NULL"),
             mssql_where=text("finished_at IS NOT NULL"),
+        ),
+        # The release's scan for held jobs whose reason has passed, oldest first within a type. Partial, so the
+        # hot path's changes of jobs that are not held never write to it.
+        Index(
+            "ix_jobs_held",
+            "held",
+            "job_type",
+            "created_at",
+            postgresql_where=text("held IS NOT NULL"),
+            sqlite_where=text("held IS NOT NULL"),
+            mssql_where=text("held IS NOT NULL"),
         ),
     )
 

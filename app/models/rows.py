@@ -38,6 +38,7 @@ class JobRow(TypedDict):
     started_at: datetime | None
     finished_at: datetime | None
     run_at: datetime | None
+    held: str | None  # why it waits in the database (HeldReason), or None: it may run
 
 
 class DeliveryRow(TypedDict):

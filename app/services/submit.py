@@ -137,6 +137,7 @@ def new_job_row(
         "started_at": None,
         "finished_at": None,
         "run_at": due or (request.run_at.astimezone(UTC) if request.run_at else None),
+        "held": None,
     }
 
 

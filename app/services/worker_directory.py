@@ -20,6 +20,7 @@ RUNNABLE = (
     "overdue_republisher",
     "dlq_janitor",
     "retention",
+    "held_release",
     "metrics_gauges",
 )
 TTL_BEATS = 3  # a process that misses this many heartbeats has gone

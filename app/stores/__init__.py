@@ -20,6 +20,8 @@ from app.stores.deliveries.portable import PortableDeliveries
 from app.stores.deliveries.postgres import PgDeliveries
 from app.stores.endpoints import EndpointStore
 from app.stores.endpoints.sql import SqlEndpoints
+from app.stores.job_types import JobTypeStore
+from app.stores.job_types.sql import SqlJobTypes
 from app.stores.jobs import JobStore
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres import PgJobs
@@ -40,6 +42,7 @@ class Stores:
     endpoints: EndpointStore
     api_keys: ApiKeyStore
     artifacts: ArtifactStore
+    job_types: JobTypeStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -52,7 +55,7 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
     """The stores for this engine's database; `lease_seconds` is how long a claimed job's lease lasts, `box` opens
     the secrets that sign deliveries."""
     # the same on every database:
-    rows = SqlSchedules(engine), SqlEndpoints(engine), SqlApiKeys(engine), SqlArtifacts(engine)
+    rows = SqlSchedules(engine), SqlEndpoints(engine), SqlApiKeys(engine), SqlArtifacts(engine), SqlJobTypes(engine)
     if postgres.applies(engine):
         connections = PgConnections(engine)
         pg_outbox = PgOutbox(engine)

@@ -1,6 +1,6 @@
 """Background workers: loops that run one cycle every `interval` seconds (the outbox relay, the overdue
-republisher, the DLQ janitor, retention, the scheduler, the metrics gauges) and back off when their cycles keep
-failing."""
+republisher, the DLQ janitor, retention, the scheduler, the release of held jobs, the metrics gauges) and back off
+when their cycles keep failing."""
 
 import asyncio
 import contextlib
@@ -16,6 +16,7 @@ from app.core.breaker import BreakerState
 from app.core.database import is_unreachable
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
+from app.services.job_types import release_held
 from app.services.outbox import Outbox
 from app.services.scheduling.scheduler import Scheduler
 from app.services.upkeep.janitor import DlqJanitor
@@ -164,6 +165,8 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
     scheduler = [
         BackgroundLoop("scheduler", Scheduler(resources, outbox).cycle, settings.scheduler_interval_seconds, backoff)
     ]
+    stores = resources.stores
+    release = partial(release_held, stores.jobs, stores.job_types, outbox)
     return [
         BackgroundLoop("outbox_relay", outbox.relay_cycle, settings.outbox_relay_interval, backoff),
         BackgroundLoop(
@@ -174,6 +177,7 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
             "retention", Retention.from_settings(resources).cycle, settings.retention_interval_seconds, backoff
         ),
         *(scheduler if settings.scheduler_enabled else []),
+        BackgroundLoop("held_release", release, settings.pause_refresh_seconds, backoff),
     ]
 
 

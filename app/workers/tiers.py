@@ -31,3 +31,9 @@ async def to_tier(
         correlation_id=message.correlation_id,
     )
     await broker.publish(outgoing)
+
+
+def int_header(message: Message, name: str) -> int:
+    """A whole-number header a tier carries (the retry count), 0 when it is missing or not a number."""
+    value = (message.headers or {}).get(name)
+    return value if isinstance(value, int) else 0

@@ -62,6 +62,8 @@ ADMIN_ONLY = {
     ("GET", "/api/v1/workers/{name}"),
     ("POST", "/api/v1/workers/{name}/stop"),
     ("POST", "/api/v1/workers/{name}/start"),
+    ("POST", "/api/v1/job-types/{job_type}/pause"),
+    ("POST", "/api/v1/job-types/{job_type}/resume"),
 }
 MISSING = {
     "job": str(uuid.uuid4()),
@@ -96,7 +98,9 @@ async def test_another_clients_objects_answer_as_missing_ones_and_are_never_list
         assert mine.status_code in (200, 201, 202, 204, 409), (case, mine.text)
     for method, path in ADMIN_ONLY:
         answer = await api.client.request(
-            method, path.replace("{key_id}", "k").replace("{name}", "job_worker"), headers=other
+            method,
+            path.replace("{key_id}", "k").replace("{name}", "job_worker").replace("{job_type}", "echo"),
+            headers=other,
         )
         assert answer.status_code == 403, (method, path)
     await _lists_never_show(api, other, objects)

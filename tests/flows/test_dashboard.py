@@ -533,3 +533,34 @@ async def test_the_job_worker_is_stopped_and_started_from_the_workers_page(
     await expect(state).to_have_attribute("data-status", "stopped")
     await worker.get_by_role("button", name="Start").click()
     await expect(state).to_have_attribute("data-status", "running")
+
+
+@pytest.fixture
+async def echo_resumed(service: Service) -> AsyncIterator[None]:
+    """A pause outlives everything by design: resume the type afterwards, whatever the test did."""
+    yield
+    await service.http.post("/api/v1/job-types/echo/resume", headers=Service.admin)
+
+
+async def test_a_job_type_is_paused_and_resumed_from_the_overview(
+    service: Service, tab_of: Tab, echo_resumed: None
+) -> None:
+    page = tab_of.page
+    await sign_in(service, page, ADMIN_KEY)
+    row = page.locator("#job-types tr[data-job-type=echo]")
+    state = row.locator("td.state [data-status]")
+    await expect(state).to_have_attribute("data-status", "active")
+
+    await row.get_by_role("button", name="Pause").click()  # confirmed: the tab answers every dialog yes
+    await expect(state).to_have_attribute("data-status", "paused")
+    await expect(page.locator("#toast")).to_have_text("Pausing echo…")
+    assert await paused_types(service) == ["echo"]
+    await row.get_by_role("button", name="Resume").click()
+    await expect(state).to_have_attribute("data-status", "active")
+    await expect(row.get_by_role("button", name="Pause")).to_be_visible()
+    assert await paused_types(service) == []
+
+
+async def paused_types(service: Service) -> list[str]:
+    answer = await service.http.get("/api/v1/job-types", headers=Service.admin)
+    return [item["name"] for item in answer.json()["items"] if item["paused"]]

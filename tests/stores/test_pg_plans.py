@@ -8,11 +8,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models.tables import JOBS
-from app.stores.jobs import postgres_sql
+from app.stores.jobs import holds, postgres_sql
 from tests.support import make_job
 
 MOVED_ON = 3000  # jobs queued since they were pending: dead entries of the status index's 'pending'
@@ -70,3 +71,16 @@ async def test_the_finish_reads_jobs_by_primary_key(db: AsyncEngine) -> None:
     read = await plan_of(db, postgres_sql.FINISH_RECORDED, now, *outcomes, *trail, *events)
     assert "pk_jobs" in read
     assert "ix_jobs_status_next" not in read
+
+
+async def test_the_release_finds_held_jobs_by_the_held_index_without_reading_a_paused_types(db: AsyncEngine) -> None:
+    """Millions of jobs may wait under a paused type: the release's read, every second in every process, asks
+    for the resumed types' held jobs alone, which the partial index finds without a look at the paused one's."""
+    paused, resumed = f"plan-paused-{MOVED_ON}", f"plan-resumed-{ASKED}"
+    held = [make_job(job_type=paused, status="queued", held="paused") for _ in range(MOVED_ON)]
+    async with db.begin() as conn:
+        await conn.execute(insert(JOBS), held + [make_job() for _ in range(MOVED_ON)])
+        await conn.exec_driver_sql("ANALYZE jobs")
+    query = select(JOBS.c.id).where(holds.released([resumed])).limit(1)
+    sql = str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    assert await plan_of(db, sql) == {"ix_jobs_held"}

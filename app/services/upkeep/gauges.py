@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from app.core import metrics
 from app.core.resources import Resources
-from app.core.statuses import JobStatus, WorkerState
+from app.core.statuses import HeldReason, JobStatus, WorkerState
 from app.models.tables import JOBS, OUTBOX
 from app.models.types import utcnow
 from app.schemas.payloads.registry import PAYLOADS
@@ -86,7 +86,14 @@ class Gauges:
     async def collect(self) -> None:
         """Every gauge once; a reading that fails or times out leaves its gauges as they were."""
         self.heartbeats()
-        readings = (self.queues(), self.outbox(), self.job_circuits(), self.endpoint_circuits(), self.scheduled())
+        readings = (
+            self.queues(),
+            self.outbox(),
+            self.job_circuits(),
+            self.endpoint_circuits(),
+            self.scheduled(),
+            self.held(),
+        )
         results = await asyncio.gather(*(asyncio.wait_for(r, READ_TIMEOUT) for r in readings), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
@@ -132,6 +139,14 @@ class Gauges:
         now = utcnow()
         lags = [(now - due).total_seconds() for due in (earliest_job, earliest_firing) if due is not None]
         metrics.SCHEDULED_OVERDUE.set(max([0.0, *lags]))
+
+    async def held(self) -> None:
+        """Jobs held back in the database, by reason (0 for a reason none is held for)."""
+        query = select(JOBS.c.held, func.count()).where(JOBS.c.held.is_not(None)).group_by(JOBS.c.held)
+        async with self.resources.engine.connect() as conn:
+            counts = {reason: count for reason, count in (await conn.execute(query)).all()}
+        for reason in HeldReason:
+            metrics.HELD_JOBS.labels(str(reason)).set(counts.get(str(reason), 0))
 
     async def job_circuits(self) -> None:
         circuits = await asyncio.gather(*(self.breakers.check(job_type) for job_type in PAYLOADS))

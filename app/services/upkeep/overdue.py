@@ -1,4 +1,5 @@
-"""The net under the delay tiers: re-publish `retrying` jobs whose time is long past (rule 6)."""
+"""The net under the delay tiers: re-publish `retrying` jobs whose time is long past (rule 6). A held one waits in
+the database by design (rule 18): its release sends it."""
 
 from datetime import timedelta
 
@@ -27,7 +28,7 @@ async def republish_overdue(resources: Resources, broker: Broker | None = None) 
     cutoff = now - timedelta(seconds=grace_seconds(resources))
     query = (
         select(JOBS)
-        .where(JOBS.c.status == JobStatus.RETRYING, JOBS.c.next_attempt_at < cutoff)
+        .where(JOBS.c.status == JobStatus.RETRYING, JOBS.c.next_attempt_at < cutoff, JOBS.c.held.is_(None))
         .order_by(JOBS.c.next_attempt_at)
         .limit(BATCH)
     )

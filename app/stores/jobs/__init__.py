@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.broker import Outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus
+from app.core.statuses import HeldReason, JobStatus
 from app.models.rows import JobRow, TrailRow
 from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
@@ -94,4 +94,13 @@ class JobStore(Protocol):
         """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event."""
 
     async def cancel(self, conn: AsyncConnection, job: JobRow) -> Moved | None:
-        """A job that has not started (as last read) -> cancelled."""
+        """A job that has not started (as last read) -> cancelled; held or not, it is never released."""
+
+    async def hold(self, job_ids: list[str], reason: HeldReason) -> set[str]:
+        """The jobs among `job_ids` that wait to start held back in the database (rule 18) while `reason` stands
+        (their type still paused), each newly held with its `held` audit row: the ids held now, by this call or
+        before it. Not a status change."""
+
+    async def release(self, job_types: list[str], limit: int) -> tuple[list[JobRow], list[Pending]]:
+        """Up to `limit` held jobs of `job_types` whose reason has passed, released oldest first by one
+        compare-and-set with their lane messages staged: the jobs, and the messages to publish."""

@@ -10,14 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
-from app.core.statuses import JobStatus, TrailEvent
+from app.core.statuses import HeldReason, JobStatus, TrailEvent
 from app.models.claims import skip_locked
 from app.models.rows import JobRow, TrailRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Moved, NewJobs, Outcome
+from app.stores.jobs import Moved, NewJobs, Outcome, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.outbox import Pending
 from app.stores.outbox.portable import PortableOutbox
@@ -35,10 +35,11 @@ QUEUE_PENDING = (
     .values(status=str(steps.QUEUE.target), seq=JOBS.c.seq + 1, updated_at=stamp(NOW))
     .returning(*JOBS.c)
 )
-# Rule 3's compare-and-set for the common case: a queued job whose budget (max_retries + 1 attempts) has room.
+# Rule 3's compare-and-set for the common case: a queued job whose budget (max_retries + 1 attempts) has room, and
+# that is not held (rule 18: its release sends its message again).
 CLAIM_QUEUED = (
     update(JOBS)
-    .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), steps.CLAIM.guard())
+    .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), steps.CLAIM.guard(), JOBS.c.held.is_(None))
     .where(JOBS.c.attempts < JOBS.c.max_retries + 1)
     .values(
         status=str(steps.CLAIM.target),
@@ -201,9 +202,29 @@ class PortableJobs:
         return queued, [message, event]
 
     async def cancel(self, conn: AsyncConnection, job: JobRow) -> Moved | None:
-        """A job that has not started (as last read) -> cancelled."""
-        moved = await self.move(conn, steps.CANCEL, [Change(job, {"finished_at": utcnow(), "lease_until": None})])
+        """A job that has not started (as last read) -> cancelled; held or not, it is never released."""
+        values = {"finished_at": utcnow(), "lease_until": None, "held": None}
+        moved = await self.move(conn, steps.CANCEL, [Change(job, values)])
         return moved[0] if moved else None
+
+    async def hold(self, job_ids: list[str], reason: HeldReason) -> set[str]:
+        """The jobs among `job_ids` that wait to start held back in the database (rule 18) while `reason` stands,
+        each newly held with its `held` audit row, in one transaction: the ids held now, by this call or before."""
+        async with self.engine.begin() as conn:
+            held, trail = await holds.hold(conn, job_ids, reason)
+            if trail:
+                await self.audit(conn, trail)
+        return held
+
+    async def release(self, job_types: list[str], limit: int) -> tuple[list[JobRow], list[Pending]]:
+        """Up to `limit` held jobs of `job_types` whose reason has passed, released oldest first with their lane
+        messages staged, in one transaction: the jobs, and the messages to publish."""
+        async with self.engine.connect() as conn:  # most cycles find nothing to release: a read, not a write
+            if not await holds.any_released(conn, job_types):
+                return [], []
+        async with self.engine.begin() as conn:
+            jobs = await holds.take_released(conn, job_types, limit)
+            return jobs, await self.outbox.stage(conn, holds.lane_messages(self.names, jobs))
 
     async def give_up(self, job_id: str, values: dict[str, Any], detail: dict[str, Any]) -> Moved | None:
         """A job whose message the service failed to process -> dead_lettered, with its audit row and event; None

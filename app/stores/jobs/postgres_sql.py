@@ -85,6 +85,7 @@ JOB_COLUMNS = (
     ("started_at", "timestamptz"),
     ("finished_at", "timestamptz"),
     ("run_at", "timestamptz"),
+    ("held", "varchar"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("
@@ -167,6 +168,7 @@ def _recorded(now: str, exchange: str) -> str:
     )
 
 
+# A held job (`held`, DESIGN.md rule 18) is never claimed: its release sends its message again.
 # The claim and the confirmation lock their rows first, in id order (`ORDER BY id FOR UPDATE`): a statement
 # that waited for the other's lock reads the row as that one left it (a claim waiting on the job's pending ->
 # queued step claims it from queued, where a plain UPDATE would compare with the status it read before waiting,
@@ -178,7 +180,7 @@ CLAIM_RECORDED = (
     "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
     "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = greatest($3, jobs.updated_at) "
     "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND " + steps.CLAIM.sql_guard() + " "
-    "ORDER BY id FOR UPDATE) AS was "
+    "AND held IS NULL ORDER BY id FOR UPDATE) AS was "
     "WHERE jobs.id = was.id AND jobs.attempts < jobs.max_retries + 1 "
     "RETURNING jobs.*, was.status AS was), "
     "moved AS (SELECT " + ", ".join(f"c.{name}" for name in _JOB_NAMES) + ", 'queued'::varchar AS source "

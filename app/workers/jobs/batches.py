@@ -4,6 +4,8 @@ its Redis locks taken and released in one round trip, its events published toget
 import asyncio
 from dataclasses import dataclass, field
 
+from loguru import logger
+
 from app.core import metrics
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
@@ -104,3 +106,5 @@ class JobBatches:
         await self.claims.close()
         await self.finishes.close()
         await asyncio.gather(*self._releasing)
+        for batcher in (self.claims, self.finishes):
+            logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.core.statuses import DeadReason, JobStatus
+from app.core.statuses import HOLDABLE, DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.tables import JOBS
 from app.models.types import utcnow
@@ -53,12 +53,12 @@ async def claim_rest(store: JobStore, job_ids: list[str], early: Early) -> list[
     async with store.transaction() as conn:
         judged = {job_id: _judge(job, now) for job_id, job in (await store.read(conn, job_ids)).items()}
         takes = [v for v in judged.values() if isinstance(v, Take)]
-        # Rule 3's compare-and-set: only a due retry or an expired lease may be taken over.
+        # Rule 3's compare-and-set: only a due retry or an expired lease may be taken over, and no held job.
         due = (JOBS.c.status != S.RETRYING) | (JOBS.c.next_attempt_at <= now)
         expired = (JOBS.c.status != S.RUNNING) | (JOBS.c.lease_until < now)
         lease = now + timedelta(seconds=store.lease_seconds)
         runs = [_run(t.job, now, lease) for t in takes if not t.bury]
-        taken = await store.take_over(conn, runs, (due, expired))
+        taken = await store.take_over(conn, runs, (due, expired, JOBS.c.held.is_(None)))
         buried = await store.bury(conn, [_burial(t.job, now) for t in takes if t.bury])
     verdicts: dict[str, Verdict] = {j: Raced() if isinstance(v, Take) else v for j, v in judged.items()}
     verdicts |= {job["id"]: Claimed(job, [staged]) for job, staged in taken}
@@ -72,6 +72,8 @@ def _judge(job: JobRow, now: datetime) -> Verdict | Take:
         return Drop(f"job is {status}")
     if status == S.DEAD_LETTERED:
         return ToDeadLetters([])
+    if job["held"] is not None and status in HOLDABLE:  # it waits in the database: its release sends it again
+        return Drop(f"job is held ({job['held']})")
     if status == S.PENDING:
         return Raced()
     if status == S.SCHEDULED:  # not its time: the scheduler publishes its message when it is due

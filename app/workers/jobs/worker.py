@@ -35,6 +35,7 @@ from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.jobs.batches import JobBatches
 from app.workers.jobs.breakers import BatchedBreakers
 from app.workers.jobs.cpu_pool import CpuPool
+from app.workers.jobs.holds import Holds, PausedTypes
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock
 from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
@@ -43,7 +44,7 @@ from app.workers.jobs.runner import run_attempt, run_sealed
 from app.workers.jobs.tools import SharedTools
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, decide, error_of
-from app.workers.tiers import to_tier
+from app.workers.tiers import int_header, to_tier
 from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Verdict
 
 CLAIM_TRIES = 3
@@ -67,6 +68,8 @@ class JobWorker:
         failpoints = Failpoints.parse(settings.failpoints)
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
+        paused = PausedTypes(self.resources.stores.job_types, settings.pause_refresh_seconds)
+        self.holds = Holds(self.store, paused, settings.job_batch_size)
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
         self.replies = JobReplies(self.publisher)
@@ -107,6 +110,7 @@ class JobWorker:
     async def start(self) -> None:
         self.batches.reopen()
         self._heartbeat = asyncio.create_task(self.leases.run(), name=f"{self.name}-heartbeat")
+        await self.holds.start()  # the paused types read before the first message
         await self.group.start()
 
     async def stop(self, grace: float | None = None) -> None:
@@ -114,8 +118,7 @@ class JobWorker:
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
         await self.replies.close()
         await self.batches.close()
-        for batcher in (self.batches.claims, self.batches.finishes):
-            logger.info("{}: {} item(s) in {} batch(es)", batcher.name, batcher.items, batcher.batches)
+        await self.holds.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -131,6 +134,9 @@ class JobWorker:
             await message.reject(requeue=False)
             return
         worker_request_id.set(job_message.request_id or job_message.job_id)
+        if await self.holds.held(job_message.job_type, job_message.job_id):
+            await message.ack()  # it waits in the database (its type is paused): its release sends it again
+            return
         circuit = await self.breakers.check(job_message.job_type)
         if circuit.state is BreakerState.OPEN or (circuit.state is BreakerState.HALF_OPEN and not circuit.probe):
             # The job type's circuit is open: no claim, no attempt; the job waits in a delay tier.
@@ -271,7 +277,7 @@ class JobWorker:
 
     async def _defer(self, message: Message, job_message: JobMessage, seconds: float) -> None:
         tier = tier_for_wait(self.resources.topology.job_tiers, seconds)
-        retry_count = _int_header(message, RETRY_COUNT_HEADER)
+        retry_count = int_header(message, RETRY_COUNT_HEADER)
         await self._to_tier(message, job_message, tier, jittered_ms(tier), retry_count)
         await message.ack()
 
@@ -291,8 +297,3 @@ class JobWorker:
         except PublishError:
             logger.warning("could not move job {} to its delay tier; leaving it for redelivery", job_message.job_id)
             raise
-
-
-def _int_header(message: Message, name: str) -> int:
-    value = (message.headers or {}).get(name)
-    return value if isinstance(value, int) else 0

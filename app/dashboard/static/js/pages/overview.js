@@ -1,7 +1,8 @@
-// Overview: jobs per second (live, from the events stream), queue depths, the DLQ, workers and circuits.
+// Overview: jobs per second (live, from the events stream), queue depths, the DLQ, workers, and the job types with
+// their circuits and pauses (an admin pauses and resumes a type here).
 import { api } from "../api.js";
 import { lineChart, RateWindow } from "../chart.js";
-import { badge, errorLine, every, h, replace, section, table } from "../dom.js";
+import { action, badge, errorLine, every, h, replace, section, table } from "../dom.js";
 import { follow } from "../sse.js";
 import { dlqStats } from "./dlq.js";
 
@@ -49,7 +50,7 @@ function refreshed(title, load, draw, signal) {
   const body = h("div", { class: "figures" });
   const refresh = async () => {
     try {
-      replace(body, draw(await load()));
+      replace(body, draw(await load(), refresh));
     } catch (error) {
       if (!signal.aborted) replace(body, errorLine(error));
     }
@@ -94,13 +95,40 @@ function workerTable(answer) {
   return table(columns, answer.items);
 }
 
-function circuitTable(circuits) {
-  const columns = [
-    { title: "job type", key: "job_type" },
-    { title: "circuit", render: (c) => badge(c.state) },
-    { title: "failures / calls", render: (c) => `${c.failures} / ${c.calls}` },
-  ];
-  return table(columns, circuits);
+async function loadJobTypes(signal) {
+  const [circuits, types] = await Promise.all([
+    api("/api/v1/circuits", { signal }),
+    api("/api/v1/job-types", { signal }),
+  ]);
+  const byType = new Map(circuits.map((c) => [c.job_type, c]));
+  return types.items.map((t) => ({ ...t, circuit: byType.get(t.name) }));
+}
+
+// Pause or resume a job type in every process (admin); the table is read again once the API has answered.
+function steer(type, reload) {
+  const verb = type.paused ? "resume" : "pause";
+  const run = () => api(`/api/v1/job-types/${type.name}/${verb}`, { method: "POST" }).then(reload);
+  if (type.paused) return action("Resume", run, { done: `Resuming ${type.name}…` });
+  return action("Pause", run, {
+    kind: "danger",
+    confirm: `Pause ${type.name}? No new job of it starts in any process until it is resumed; its jobs wait.`,
+    done: `Pausing ${type.name}…`,
+  });
+}
+
+function jobTypeTable(admin) {
+  return (types, reload) => {
+    const columns = [
+      { title: "job type", key: "name" },
+      { title: "state", render: (t) => badge(t.paused ? "paused" : "active"), class: "state" },
+      { title: "queued", key: "queued", class: "num" },
+      { title: "running", key: "running", class: "num" },
+      { title: "circuit", render: (t) => (t.circuit ? badge(t.circuit.state) : "—") },
+      { title: "failures / calls", render: (t) => (t.circuit ? `${t.circuit.failures} / ${t.circuit.calls}` : "—") },
+    ];
+    if (admin) columns.push({ title: "", render: (t) => steer(t, reload) });
+    return h("div", { id: "job-types" }, table(columns, types, (t) => ({ "data-job-type": t.name })));
+  };
 }
 
 export async function render(view, { who, signal }) {
@@ -110,5 +138,5 @@ export async function render(view, { who, signal }) {
     view.append(refreshed("Queues", () => api("/api/v1/queues", { signal }), queueTable, signal));
     view.append(refreshed("Workers", () => api("/api/v1/workers", { signal }), workerTable, signal));
   }
-  view.append(refreshed("Circuits", () => api("/api/v1/circuits", { signal }), circuitTable, signal));
+  view.append(refreshed("Job types and circuits", () => loadJobTypes(signal), jobTypeTable(who.admin), signal));
 }

@@ -1,0 +1,98 @@
+"""Held jobs (DESIGN.md rule 18), on any database: a job waiting to start is held back in the database with its
+reason (`jobs.held`) while its message is acked, and released, once its reason has passed, by one compare-and-set
+that clears the reason with its lane message staged in the same transaction, like a scheduled job that comes due.
+Neither is a status change: a held job keeps its status (pending, queued or retrying) and its seq."""
+
+from collections.abc import Sequence
+
+from sqlalchemy import ColumnElement, Update, and_, bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.core.broker import Outgoing
+from app.core.messages import JobMessage, job_outgoing
+from app.core.names import Names
+from app.core.statuses import HOLDABLE, HeldReason, JobStatus, TrailEvent
+from app.models.claims import skip_locked
+from app.models.rows import JobRow, TrailRow, job_row
+from app.models.tables import JOB_TYPE_PAUSES, JOBS
+from app.models.types import utcnow
+
+_WAITING = JOBS.c.status.in_([str(status) for status in HOLDABLE])
+# What each reason is, read at the hold itself: a worker's view of the paused types may lag the database by a
+# refresh, so the hold takes only while its reason still stands (a job whose type was resumed meanwhile runs).
+_STANDS = {HeldReason.PAUSED: JOBS.c.job_type.in_(select(JOB_TYPE_PAUSES.c.job_type))}
+HOLD = {
+    reason: update(JOBS)
+    .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), _WAITING, JOBS.c.held.is_(None), stands)
+    .values(held=str(reason))
+    .returning(JOBS.c.id)
+    for reason, stands in _STANDS.items()
+}
+HELD_BEFORE = select(JOBS.c.id).where(
+    JOBS.c.id.in_(bindparam("ids", expanding=True)), _WAITING, JOBS.c.held.is_not(None)
+)
+
+
+async def hold(conn: AsyncConnection, job_ids: list[str], reason: HeldReason) -> tuple[set[str], list[TrailRow]]:
+    """Hold the jobs among `job_ids` that wait to start and are not held yet, while `reason` stands (one UPDATE):
+    the ids held now, by this statement or before it, and the `held` audit rows of those it held. A job in any
+    other status, or whose reason has passed, is left as it is (its message goes the usual way)."""
+    ids = sorted(set(job_ids))
+    if not ids:
+        return set(), []
+    newly = set((await conn.execute(HOLD[reason], {"ids": ids})).scalars())
+    rest = [job_id for job_id in ids if job_id not in newly]
+    before = set((await conn.execute(HELD_BEFORE, {"ids": rest})).scalars()) if rest else set()
+    now = utcnow()
+    detail = {"reason": str(reason)}
+    trail: list[TrailRow] = [
+        {"job_id": job_id, "event": TrailEvent.HELD, "detail": detail, "created_at": now} for job_id in sorted(newly)
+    ]
+    return newly | before, trail
+
+
+def released(job_types: Sequence[str]) -> ColumnElement[bool]:
+    """Held jobs whose reason has passed, among the jobs of `job_types`: paused, and their type is not paused any
+    more. (`job_types` narrows the scan to the index's entries of those types; the subquery is the truth.)"""
+    paused = select(JOB_TYPE_PAUSES.c.job_type)
+    return and_(
+        JOBS.c.held == str(HeldReason.PAUSED),
+        JOBS.c.job_type.in_(list(job_types)),
+        JOBS.c.job_type.not_in(paused),
+        _WAITING,
+    )
+
+
+async def any_released(conn: AsyncConnection, job_types: Sequence[str]) -> bool:
+    """Whether a held job of `job_types` may be released now: one read, most often of no index entry at all."""
+    if not job_types:
+        return False
+    return (await conn.execute(select(JOBS.c.id).where(released(job_types)).limit(1))).first() is not None
+
+
+def release_statement(job_types: Sequence[str], limit: int) -> Update:
+    """Up to `limit` released jobs, oldest first, their reason cleared by one UPDATE that returns them. The inner
+    SELECT passes over rows another release holds (`skip_locked`); the outer guard makes it a compare-and-set on
+    every dialect, so a job cancelled or held again meanwhile is left alone."""
+    due = select(JOBS.c.id).where(released(job_types)).order_by(JOBS.c.created_at).limit(limit)
+    return (
+        update(JOBS)
+        .where(JOBS.c.id.in_(skip_locked(due, JOBS)), released(job_types))
+        .values(held=None)
+        .returning(*JOBS.c)
+    )
+
+
+async def take_released(conn: AsyncConnection, job_types: Sequence[str], limit: int) -> list[JobRow]:
+    """The jobs `release_statement` released, as they are now."""
+    if not job_types:
+        return []
+    return [job_row(row._mapping) for row in await conn.execute(release_statement(job_types, limit))]
+
+
+def lane_messages(names: Names, jobs: list[JobRow]) -> list[Outgoing]:
+    """The lane message of each released job (a retry's with its attempts so far, as the relay's net sends it)."""
+    return [
+        job_outgoing(names, JobMessage.from_row(job), job["attempts"] if job["status"] == JobStatus.RETRYING else 0)
+        for job in jobs
+    ]
