@@ -86,14 +86,10 @@ async def release_held(
     compare-and-set with its lane message staged in the same transaction, then published (what the broker does
     not confirm, the outbox relay sends). Returns how many were released."""
     paused = await types.paused()
-    resumed = [name for name in sorted(PAYLOADS) if name not in paused]
     released = 0
-    for _ in range(max_batches):
-        held, staged = await jobs.release(resumed, RELEASE_BATCH)
-        await outbox.publish(staged)
-        released += len(held)
-        if len(held) < RELEASE_BATCH:
-            break
+    for name in sorted(PAYLOADS):  # a type at a time: its held jobs in the index's order, each batch stops early
+        if name not in paused:
+            released += await _release_type(jobs, outbox, name, max_batches)
     if released:
         logger.info("released {} held job(s) to their lanes", released)
     return released
@@ -108,3 +104,14 @@ def _state(name: str, paused: bool, counts: Counts) -> JobTypeState:
     queued = sum(counts.get((name, status), 0) for status in WAITING)
     running = counts.get((name, S.RUNNING), 0)
     return JobTypeState(name, PAYLOADS[name].description, paused, queued, running)
+
+
+async def _release_type(jobs: JobStore, outbox: Outbox, job_type: str, max_batches: int) -> int:
+    released = 0
+    for _ in range(max_batches):
+        held, staged = await jobs.release([job_type], RELEASE_BATCH)
+        await outbox.publish(staged)
+        released += len(held)
+        if len(held) < RELEASE_BATCH:
+            break
+    return released

@@ -99,6 +99,28 @@ async def test_a_hold_takes_each_job_waiting_to_start_once_and_nothing_else(engi
     assert set(seqs.values()) == {2}
 
 
+async def test_a_run_whose_lease_ran_out_is_held_and_a_live_one_is_not(engine: AsyncEngine) -> None:
+    """A paused type's job whose worker died mid-run does not start again while paused: its redelivered message,
+    once the lease is out, holds it (rule 4 drops its messages meanwhile); the release sends it back."""
+    stores = stores_for(engine, NAMES)
+    jobs, job_type = stores.jobs, await paused_type(stores)
+    future = datetime.now(UTC) + timedelta(minutes=5)
+    dead, live = await add(
+        engine,
+        make_job(job_type=job_type, status="running", seq=2, attempts=1, lease_until=PAST, fencing_token=1),
+        make_job(job_type=job_type, status="running", seq=2, attempts=1, lease_until=future, fencing_token=1),
+    )
+    assert await jobs.hold([dead, live], PAUSED) == {dead}
+    verdicts = await claim_many(engine, NAMES, REDIS_URL, [dead])
+    assert [type(v) for v in verdicts] == [Drop], verdicts
+    assert await column(engine, "status", [dead]) == {dead: "running"}
+
+    await stores.job_types.resume(job_type)
+    released, staged = await jobs.release([job_type], 10)
+    assert [job["id"] for job in released] == [dead]
+    assert [item.message.message_id for item in staged] == [dead]
+
+
 async def test_no_claim_takes_a_held_job(engine: AsyncEngine) -> None:
     stores = stores_for(engine, NAMES)
     jobs, job_type = stores.jobs, await paused_type(stores)

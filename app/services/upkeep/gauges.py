@@ -19,6 +19,7 @@ from app.models.tables import JOBS, OUTBOX
 from app.models.types import utcnow
 from app.schemas.payloads.registry import PAYLOADS
 from app.services.job_type_breakers import job_type_breakers
+from app.stores.jobs.holds import HELD_NOW
 
 READ_TIMEOUT = 5.0
 SCAN_COUNT = 1000
@@ -142,7 +143,7 @@ class Gauges:
 
     async def held(self) -> None:
         """Jobs held back in the database, by reason (0 for a reason none is held for)."""
-        query = select(JOBS.c.held, func.count()).where(JOBS.c.held.is_not(None)).group_by(JOBS.c.held)
+        query = select(JOBS.c.held, func.count()).where(HELD_NOW).group_by(JOBS.c.held)
         async with self.resources.engine.connect() as conn:
             counts = {reason: count for reason, count in (await conn.execute(query)).all()}
         for reason in HeldReason:

@@ -1,11 +1,12 @@
 """Held jobs (DESIGN.md rule 18), on any database: a job waiting to start is held back in the database with its
 reason (`jobs.held`) while its message is acked, and released, once its reason has passed, by one compare-and-set
 that clears the reason with its lane message staged in the same transaction, like a scheduled job that comes due.
-Neither is a status change: a held job keeps its status (pending, queued or retrying) and its seq."""
+Neither is a status change: a held job keeps its status (pending, queued, retrying, or running with its lease
+run out, its worker dead) and its seq."""
 
 from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, Update, and_, bindparam, select, update
+from sqlalchemy import ColumnElement, Update, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.broker import Outgoing
@@ -17,7 +18,16 @@ from app.models.rows import JobRow, TrailRow, job_row
 from app.models.tables import JOB_TYPE_PAUSES, JOBS
 from app.models.types import utcnow
 
-_WAITING = JOBS.c.status.in_([str(status) for status in HOLDABLE])
+# Waiting to start: a status of HOLDABLE, or a run whose lease ran out (its worker died; the next run is a start).
+_WAITING = or_(
+    JOBS.c.status.in_([str(status) for status in HOLDABLE]),
+    and_(JOBS.c.status == str(JobStatus.RUNNING), JOBS.c.lease_until < bindparam("now", type_=JOBS.c.lease_until.type)),
+)
+# A held job to release: waiting still (a held run's lease ran out, unless a late renewal came: its message is then
+# judged by rule 4 like any other), not finished or cancelled meanwhile.
+_UNFINISHED = JOBS.c.status.in_([str(status) for status in (*HOLDABLE, JobStatus.RUNNING)])
+# The jobs held now (a job that finished while held, its run outliving its lease, keeps a stale reason: not these).
+HELD_NOW = and_(JOBS.c.held.is_not(None), _UNFINISHED)
 # What each reason is, read at the hold itself: a worker's view of the paused types may lag the database by a
 # refresh, so the hold takes only while its reason still stands (a job whose type was resumed meanwhile runs).
 _STANDS = {HeldReason.PAUSED: JOBS.c.job_type.in_(select(JOB_TYPE_PAUSES.c.job_type))}
@@ -40,10 +50,10 @@ async def hold(conn: AsyncConnection, job_ids: list[str], reason: HeldReason) ->
     ids = sorted(set(job_ids))
     if not ids:
         return set(), []
-    newly = set((await conn.execute(HOLD[reason], {"ids": ids})).scalars())
-    rest = [job_id for job_id in ids if job_id not in newly]
-    before = set((await conn.execute(HELD_BEFORE, {"ids": rest})).scalars()) if rest else set()
     now = utcnow()
+    newly = set((await conn.execute(HOLD[reason], {"ids": ids, "now": now})).scalars())
+    rest = [job_id for job_id in ids if job_id not in newly]
+    before = set((await conn.execute(HELD_BEFORE, {"ids": rest, "now": now})).scalars()) if rest else set()
     detail = {"reason": str(reason)}
     trail: list[TrailRow] = [
         {"job_id": job_id, "event": TrailEvent.HELD, "detail": detail, "created_at": now} for job_id in sorted(newly)
@@ -59,7 +69,7 @@ def released(job_types: Sequence[str]) -> ColumnElement[bool]:
         JOBS.c.held == str(HeldReason.PAUSED),
         JOBS.c.job_type.in_(list(job_types)),
         JOBS.c.job_type.not_in(paused),
-        _WAITING,
+        _UNFINISHED,
     )
 
 

@@ -72,7 +72,7 @@ def _judge(job: JobRow, now: datetime) -> Verdict | Take:
         return Drop(f"job is {status}")
     if status == S.DEAD_LETTERED:
         return ToDeadLetters([])
-    if job["held"] is not None and status in HOLDABLE:  # it waits in the database: its release sends it again
+    if job["held"] is not None and status in (*HOLDABLE, S.RUNNING):  # it waits in the database: its release sends it
         return Drop(f"job is held ({job['held']})")
     if status == S.PENDING:
         return Raced()
