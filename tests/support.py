@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.topology import Topology
+from app.schemas.flow import flow_columns
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
 from app.workers.jobs.batches import JobBatches
@@ -285,6 +286,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "started_at": None,
         "finished_at": None,
         "held": None,
+        **flow_columns(None, None),
     }
     return {**job, **overrides}
 

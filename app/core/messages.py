@@ -53,16 +53,19 @@ class JobMessage:
     max_retries: int
     timeout_seconds: float | None
     request_id: str | None
+    keyed: bool = False  # it has a concurrency key or a rate key: admitted before its claim (workers/jobs/flow.py)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobMessage":
-        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "job_id"}
-        return cls(job_id=row["id"], **fields)
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in ("job_id", "keyed")}
+        keyed = row.get("concurrency_key") is not None or row.get("rate_key") is not None
+        return cls(job_id=row["id"], keyed=keyed, **fields)
 
     @classmethod
     def from_bytes(cls, body: bytes) -> "JobMessage":
         data = loads(body)
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
+        fields = {name: data.get(name) for name in cls.__dataclass_fields__ if name != "keyed"}
+        return cls(keyed=data.get("keyed") is True, **fields)
 
     def to_bytes(self) -> bytes:
         return dumps(self.__dict__)

@@ -81,12 +81,15 @@ class TrailEvent(StrEnum):
     REPLAYED = "replayed"  # sent back to work from the DLQ
     DELIVERY = "delivery"  # one webhook delivery's outcome
     HELD = "held"  # held back in the database (detail.reason), its message acked until its release
+    THROTTLED = "throttled"  # first held back by its concurrency key or rate window (detail.key, detail.reason)
 
 
 class HeldReason(StrEnum):
     """Why a job waits in the database rather than in a lane (`jobs.held`, the `held` audit row's reason)."""
 
     PAUSED = "paused"  # its job type is paused
+    CONCURRENCY = "concurrency"  # its concurrency key's slots are all taken
+    RATE = "rate"  # its rate key's window has no start left
 
 
 class WorkerState(StrEnum):

@@ -3,6 +3,7 @@
 from app.models.api_key import ApiKey
 from app.models.artifact import Artifact
 from app.models.base import Base
+from app.models.flow import FlowKey, FlowStart
 from app.models.job import Job, JobEvent
 from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
@@ -16,6 +17,8 @@ __all__ = [
     "ClientSecret",
     "Delivery",
     "DeliveryAttempt",
+    "FlowKey",
+    "FlowStart",
     "Job",
     "JobEvent",
     "JobTypePause",

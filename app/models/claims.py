@@ -8,7 +8,8 @@ UPDATE keeps the guard it selected by (a status, a version), so the claim is a c
 
 from typing import Any
 
-from sqlalchemy import Select, Table
+from sqlalchemy import Executable, Select, Table, and_, insert, literal, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 MSSQL_SKIP_LOCKED = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 
@@ -16,3 +17,20 @@ MSSQL_SKIP_LOCKED = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 def skip_locked(query: Select[Any], table: Table) -> Select[Any]:
     """`query` locking the rows of `table` it reads, passing over rows another transaction holds."""
     return query.with_for_update(skip_locked=True).with_hint(table, MSSQL_SKIP_LOCKED, "mssql")
+
+
+MSSQL_KEY_RANGE_LOCK = "WITH (UPDLOCK, HOLDLOCK)"
+
+
+def insert_missing(dialect: str, table: Table, row: dict[str, Any]) -> Executable:
+    """Insert `row` unless a row with its primary key exists, never failing for a twin inserted meanwhile:
+    `ON CONFLICT DO NOTHING` on PostgreSQL and SQLite; on MSSQL an INSERT ... SELECT ... WHERE NOT EXISTS whose read
+    locks the key's range until the transaction ends, so two cannot both insert it."""
+    if dialect == "postgresql":
+        return postgresql.insert(table).values(row).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite.insert(table).values(row).on_conflict_do_nothing()
+    same = and_(*(column == row[column.name] for column in table.primary_key.columns))
+    there = select(literal(1)).select_from(table).where(same).with_hint(table, MSSQL_KEY_RANGE_LOCK, "mssql")
+    values = select(*(literal(value, table.c[name].type).label(name) for name, value in row.items()))
+    return insert(table).from_select(list(row), values.where(~there.exists()))

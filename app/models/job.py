@@ -46,6 +46,19 @@ class Job(Base):
     # Why a job waiting to start is held back in the database (core/statuses.HeldReason: its type is paused);
     # NULL for every job that may run. Not a status: a held job stays pending, queued or retrying.
     held: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # Flow control (docs/flow-control.md): at most concurrency_limit of the client's jobs with concurrency_key run
+    # at once; at most rate_starts of those with rate_key start in any rate_period seconds. NULL: not limited.
+    concurrency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    concurrency_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    rate_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    rate_starts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    rate_period: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # A keyed job admitted to run: the run its slot (and start) was granted for (runs + 1 when granted), and when.
+    # Until that run starts, or the grant is a lease old, the grant counts against its concurrency key.
+    granted_run: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    granted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # A job held for its rate window: the earliest time the window may let it start.
+    held_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
@@ -81,6 +94,20 @@ class Job(Base):
             postgresql_where=text("held IS NOT NULL"),
             sqlite_where=text("held IS NOT NULL"),
             mssql_where=text("held IS NOT NULL"),
+        ),
+        # A key's unfinished jobs, oldest first: its running count, its held jobs' release order. Partial: keyless
+        # and finished jobs are not in them.
+        *(
+            Index(
+                name,
+                "client_id",
+                column,
+                "created_at",
+                postgresql_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
+                sqlite_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
+                mssql_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
+            )
+            for name, column in (("ix_jobs_concurrency", "concurrency_key"), ("ix_jobs_rate", "rate_key"))
         ),
     )
 

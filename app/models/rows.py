@@ -39,6 +39,14 @@ class JobRow(TypedDict):
     finished_at: datetime | None
     run_at: datetime | None
     held: str | None  # why it waits in the database (HeldReason), or None: it may run
+    concurrency_key: str | None  # flow control: at most concurrency_limit of the client's jobs with it run at once
+    concurrency_limit: int | None
+    rate_key: str | None  # at most rate_starts of the client's jobs with it start in any rate_period seconds
+    rate_starts: int | None
+    rate_period: float | None
+    granted_run: int | None  # the run a keyed job was admitted for (runs + 1 when granted)
+    granted_at: datetime | None
+    held_until: datetime | None  # a job held for its rate window: when the window may let it start
 
 
 class DeliveryRow(TypedDict):

@@ -6,6 +6,7 @@ from sqlalchemy import Table
 
 from app.models.api_key import ApiKey
 from app.models.artifact import Artifact
+from app.models.flow import FlowKey, FlowStart
 from app.models.job import Job, JobEvent
 from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
@@ -15,6 +16,8 @@ from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookE
 JOBS = cast(Table, Job.__table__)
 JOB_EVENTS = cast(Table, JobEvent.__table__)
 JOB_TYPE_PAUSES = cast(Table, JobTypePause.__table__)
+FLOW_KEYS = cast(Table, FlowKey.__table__)
+FLOW_STARTS = cast(Table, FlowStart.__table__)
 OUTBOX = cast(Table, OutboxMessage.__table__)
 API_KEYS = cast(Table, ApiKey.__table__)
 ENDPOINTS = cast(Table, WebhookEndpoint.__table__)

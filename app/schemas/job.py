@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator, model_validator
 
 from app.core.statuses import JobStatus
+from app.schemas.flow import Concurrency, RateLimit, shown
 from app.schemas.page import Page
 from app.schemas.payloads.base import PayloadSpec
 from app.schemas.payloads.registry import PAYLOADS
@@ -40,6 +41,8 @@ class JobOptions(BaseModel):
     delay_seconds: float | None = Field(
         default=None, gt=0, le=MAX_DELAY_SECONDS, allow_inf_nan=False, description="Run it this many seconds from now."
     )
+    concurrency: Concurrency | None = Field(default=None, description="A concurrency key and its limit.")
+    rate_limit: RateLimit | None = Field(default=None, description="A rate key: starts per period.")
     # Each job type's request model narrows these two: job_type to its name, payload to its model.
     job_type: str
     payload: Any
@@ -105,6 +108,8 @@ JOB_OUT_EXAMPLE: dict[str, Any] = {
     "updated_at": "2026-04-05T04:13:31.210000Z",
     "started_at": "2026-04-05T04:13:31.120000Z",
     "finished_at": "2026-04-05T04:13:31.200000Z",
+    "concurrency": None,
+    "rate_limit": None,
 }
 
 
@@ -129,6 +134,16 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     run_at: datetime | None = Field(default=None, description="When a job submitted with a time is due.")
+    concurrency: Concurrency | None = Field(default=None, description="As submitted; null when none.")
+    rate_limit: RateLimit | None = Field(default=None, description="As submitted; null when none.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flow(cls, data: Any) -> Any:
+        """A job row's flow-control columns as the two objects a client sent."""
+        if isinstance(data, dict) and "concurrency" not in data:
+            return {**data, **shown(data)}
+        return data
 
 
 class JobPage(Page[JobOut]):

@@ -30,6 +30,7 @@ from app.core.statuses import JobStatus, TrailEvent
 from app.models.rows import JobRow, TrailRow, job_with
 from app.models.tables import JOBS
 from app.models.types import utcnow
+from app.schemas.flow import flow_columns
 from app.schemas.job import JobOptions
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, sealed
@@ -138,6 +139,7 @@ def new_job_row(
         "finished_at": None,
         "run_at": due or (request.run_at.astimezone(UTC) if request.run_at else None),
         "held": None,
+        **flow_columns(request.concurrency, request.rate_limit),
     }
 
 

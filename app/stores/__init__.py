@@ -20,6 +20,8 @@ from app.stores.deliveries.portable import PortableDeliveries
 from app.stores.deliveries.postgres import PgDeliveries
 from app.stores.endpoints import EndpointStore
 from app.stores.endpoints.sql import SqlEndpoints
+from app.stores.flow import FlowStore
+from app.stores.flow.sql import SqlFlow
 from app.stores.job_types import JobTypeStore
 from app.stores.job_types.sql import SqlJobTypes
 from app.stores.jobs import JobStore
@@ -43,6 +45,7 @@ class Stores:
     api_keys: ApiKeyStore
     artifacts: ArtifactStore
     job_types: JobTypeStore
+    flow: FlowStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -61,7 +64,9 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
         pg_outbox = PgOutbox(engine)
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
-        return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, connections)
+        flow = SqlFlow(engine, names, pg_outbox, lease_seconds)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, flow, connections)
     outbox = PortableOutbox(engine)
     jobs = PortableJobs(engine, names, outbox, lease_seconds)
-    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), *rows)
+    flow = SqlFlow(engine, names, outbox, lease_seconds)
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), *rows, flow)

@@ -16,6 +16,7 @@ from app.core.breaker import BreakerState
 from app.core.database import is_unreachable
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
+from app.services.flow import release_throttled
 from app.services.job_types import release_held
 from app.services.outbox import Outbox
 from app.services.scheduling.scheduler import Scheduler
@@ -165,8 +166,7 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
     scheduler = [
         BackgroundLoop("scheduler", Scheduler(resources, outbox).cycle, settings.scheduler_interval_seconds, backoff)
     ]
-    stores = resources.stores
-    release = partial(release_held, stores.jobs, stores.job_types, outbox)
+    release = partial(_release_waiting, resources, outbox)
     return [
         BackgroundLoop("outbox_relay", outbox.relay_cycle, settings.outbox_relay_interval, backoff),
         BackgroundLoop(
@@ -179,6 +179,13 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
         *(scheduler if settings.scheduler_enabled else []),
         BackgroundLoop("held_release", release, settings.pause_refresh_seconds, backoff),
     ]
+
+
+async def _release_waiting(resources: Resources, outbox: Outbox) -> None:
+    """Held jobs whose reason has passed sent to their lanes: a resumed type's, and throttled ones."""
+    stores = resources.stores
+    await release_held(stores.jobs, stores.job_types, outbox)
+    await release_throttled(stores.flow, outbox)
 
 
 async def _republish_overdue(resources: Resources) -> None:

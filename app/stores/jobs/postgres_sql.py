@@ -86,6 +86,14 @@ JOB_COLUMNS = (
     ("finished_at", "timestamptz"),
     ("run_at", "timestamptz"),
     ("held", "varchar"),
+    ("concurrency_key", "varchar"),
+    ("concurrency_limit", "int"),
+    ("rate_key", "varchar"),
+    ("rate_starts", "int"),
+    ("rate_period", "float8"),
+    ("granted_run", "int"),
+    ("granted_at", "timestamptz"),
+    ("held_until", "timestamptz"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("

@@ -2,6 +2,7 @@
 its Redis locks taken and released in one round trip, its events published together after the commit."""
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from loguru import logger
@@ -11,6 +12,7 @@ from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.names import Names
+from app.models.rows import JobRow
 from app.services.outbox import Outbox
 from app.stores.jobs import JobStore, Outcome
 from app.stores.outbox import Pending
@@ -29,6 +31,8 @@ class JobBatches:
     outbox: Outbox
     max_batch: int = 128
     failpoints: Failpoints = field(default_factory=Failpoints)
+    # Told the jobs whose outcomes each batch recorded, once it committed (their keys' next held jobs go then).
+    finished: Callable[[list[JobRow]], None] = lambda jobs: None
 
     def __post_init__(self) -> None:
         self._releasing: set[asyncio.Task[None]] = set()
@@ -85,6 +89,7 @@ class JobBatches:
         recorded = await self.store.finish([outcome for outcome, _ in items])
         done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
+        self.finished([outcome.job for outcome in done])
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([staged for staged in recorded if staged is not None])

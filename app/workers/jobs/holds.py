@@ -1,6 +1,7 @@
 """The job worker's side of held work (DESIGN.md rule 18): which job types are paused, as one process knows them,
-and the hold of a paused type's job whose message arrives. A held job waits in the database, its message acked;
-the release (services/job_types.release_held) sends it again once its type is resumed."""
+the hold of a paused type's job whose message arrives, and the admission of a keyed job (workers/jobs/flow.py). A
+held job waits in the database, its message acked; its release (services/job_types.release_held, the flow
+releases) sends it again once its reason has passed."""
 
 import asyncio
 import contextlib
@@ -10,9 +11,13 @@ from loguru import logger
 
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
+from app.core.messages import JobMessage
+from app.core.resources import Resources
 from app.core.statuses import HeldReason
+from app.services.outbox import Outbox
 from app.stores.job_types import JobTypeStore
 from app.stores.jobs import JobStore
+from app.workers.jobs.flow import Admissions
 
 
 @dataclass
@@ -54,26 +59,37 @@ class PausedTypes:
 
 @dataclass
 class Holds:
-    """Holds the jobs of paused types as their messages arrive, many messages' holds in one transaction (rule 17)."""
+    """Holds the jobs of paused types as their messages arrive, many messages' holds in one transaction (rule 17),
+    and admits keyed jobs."""
 
     store: JobStore
     paused: PausedTypes
+    admissions: Admissions
     max_batch: int = 128
 
     def __post_init__(self) -> None:
         self.batches = GroupCommit("job-holds", self._hold, self.max_batch, is_unreachable)
 
-    async def held(self, job_type: str, job_id: str) -> bool:
-        """Whether this message's job waits in the database now: its type is paused and the job, waiting to start,
-        is held (by this message or an earlier one); then its message is acked. False, the usual claim follows:
-        the type is not paused (a set lookup, all the cost for such a job), the job is past waiting, or the type
-        was resumed since this process last read the pauses (the hold reads them again)."""
-        if job_type not in self.paused.types:
-            return False
-        held = await self.batches.run(job_id)
-        if held:
-            logger.info("job {} held: its type {} is paused", job_id, job_type)
-        return held
+    @classmethod
+    def of(cls, resources: Resources, outbox: Outbox) -> "Holds":
+        """A job worker's holds: its view of the pauses, and its admissions."""
+        settings, stores = resources.settings, resources.stores
+        paused = PausedTypes(stores.job_types, settings.pause_refresh_seconds)
+        admissions = Admissions(stores.flow, outbox, settings.job_batch_size, settings.pause_refresh_seconds)
+        return cls(stores.jobs, paused, admissions, settings.job_batch_size)
+
+    async def held(self, message: JobMessage) -> bool:
+        """Whether this message's job waits in the database now, its message to be acked: its type is paused and
+        the job, waiting to start, is held (by this message or an earlier one), or its concurrency key or rate
+        window holds it back. False, the usual claim follows: the type is not paused and the job has no keys (a
+        set lookup and a flag, all the cost for such a job), the job is past waiting, it was granted its run, or
+        its type was resumed since this process last read the pauses (the hold reads them again)."""
+        if message.job_type in self.paused.types:
+            held = await self.batches.run(message.job_id)
+            if held:
+                logger.info("job {} held: its type {} is paused", message.job_id, message.job_type)
+                return True
+        return message.keyed and await self.admissions.held(message.job_id)
 
     async def _hold(self, job_ids: list[str]) -> list[bool]:
         held = await self.store.hold(job_ids, HeldReason.PAUSED)
@@ -82,7 +98,9 @@ class Holds:
     async def start(self) -> None:
         self.batches.reopen()
         await self.paused.start()
+        self.admissions.start()
 
     async def stop(self) -> None:
         await self.batches.close()
         await self.paused.stop()
+        await self.admissions.stop()

@@ -35,7 +35,7 @@ from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.jobs.batches import JobBatches
 from app.workers.jobs.breakers import BatchedBreakers
 from app.workers.jobs.cpu_pool import CpuPool
-from app.workers.jobs.holds import Holds, PausedTypes
+from app.workers.jobs.holds import Holds
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock
 from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
@@ -66,10 +66,10 @@ class JobWorker:
         self.store = self.resources.stores.jobs
         self.locks = JobLocks(self.resources.redis, round(settings.lock_ttl_seconds * 1000))
         failpoints = Failpoints.parse(settings.failpoints)
+        self.holds = Holds.of(self.resources, self.outbox)
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
+        self.batches.finished = self.holds.admissions.finished
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
-        paused = PausedTypes(self.resources.stores.job_types, settings.pause_refresh_seconds)
-        self.holds = Holds(self.store, paused, settings.job_batch_size)
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
         self.replies = JobReplies(self.publisher)
@@ -134,8 +134,8 @@ class JobWorker:
             await message.reject(requeue=False)
             return
         worker_request_id.set(job_message.request_id or job_message.job_id)
-        if await self.holds.held(job_message.job_type, job_message.job_id):
-            await message.ack()  # it waits in the database (its type is paused): its release sends it again
+        if await self.holds.held(job_message):
+            await message.ack()  # it waits in the database (paused, throttled): its release sends it again
             return
         circuit = await self.breakers.check(job_message.job_type)
         if circuit.state is BreakerState.OPEN or (circuit.state is BreakerState.HALF_OPEN and not circuit.probe):

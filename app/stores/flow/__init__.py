@@ -1,0 +1,54 @@
+"""Concurrency keys and rate limits (docs/flow-control.md, DESIGN.md rules 18 and 19): a keyed job is admitted
+before its claim, under its keys' row locks: granted a slot (and a start of its rate window) it goes on to the
+usual claim; otherwise it is held in the database with its reason, its message acked, and released, oldest first,
+as a slot or its window frees. One SQL implementation serves every database."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from app.stores.outbox import Pending
+
+
+class KeyRef(NamedTuple):
+    """One client's concurrency key."""
+
+    client_id: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What one admission batch did: the jobs it held (their messages are acked), and the lane messages of the jobs
+    it released meanwhile (older ones of the same keys), staged in its transaction, to publish."""
+
+    held: set[str] = field(default_factory=set)
+    staged: list[Pending] = field(default_factory=list)
+    next_window: datetime | None = None  # the earliest time a job it held for its rate window may start
+
+
+@dataclass(frozen=True)
+class KeyCounts:
+    """A concurrency key as the job page shows it: its jobs running (or granted a slot) and waiting for one."""
+
+    running: int
+    waiting: int
+
+
+class FlowStore(Protocol):
+    async def admit(self, job_ids: list[str]) -> Admission:
+        """Admit the keyed jobs among `job_ids` that are ready to start, in one transaction: each granted a slot
+        of its concurrency key (and a start of its rate window) or held with its reason and a `throttled` audit row
+        the first time. A job that is not ready (running, finished, not due, held already) is left to the claim."""
+
+    async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
+        """Release held jobs whose slot or window has come, oldest first: of `keys`' concurrency (None: of every
+        key with held jobs), and those held for a window that has passed, up to `limit` of each; each granted with
+        its lane message staged in the same transaction. How many, and the messages to publish."""
+
+    async def next_window(self) -> datetime | None:
+        """The earliest time a job held for its rate window may start (None: none is)."""
+
+    async def counts(self, client_id: str, key: str) -> KeyCounts:
+        """One client's concurrency key: how many of its jobs run (or hold a slot) and how many wait for one."""

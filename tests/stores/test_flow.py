@@ -1,0 +1,107 @@
+"""Concurrency keys and rate limits in the store (docs/flow-control.md) on PostgreSQL and SQLite: admission grants a
+key's free slots and holds the rest, oldest first, with one `throttled` row; a finished run frees its slot and
+the release grants the next held job with its lane message staged; a rate window grants its limit and holds the
+rest until it passes; two clients' keys of the same name are their own; MSSQL renders the statements."""
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.names import Names
+from app.models.tables import JOB_EVENTS, JOBS
+from app.stores.flow import KeyCounts, KeyRef
+from app.workers.verdicts import Claimed
+from tests.conftest import NS, REDIS_URL
+from tests.support import claim_many, make_job, stores_for
+
+NAMES = Names(NS)
+
+
+def a_client() -> str:
+    return f"flow-{uuid.uuid4().hex[:12]}"
+
+
+async def keyed(engine: AsyncEngine, client: str, n: int, **columns: Any) -> list[str]:
+    base = datetime.now(UTC)
+    jobs = [
+        make_job(client_id=client, status="queued", seq=1, created_at=base + timedelta(milliseconds=i), **columns)
+        for i in range(n)
+    ]
+    async with engine.begin() as conn:
+        await conn.execute(insert(JOBS), jobs)
+    return [job["id"] for job in jobs]
+
+
+async def held_of(engine: AsyncEngine, ids: list[str]) -> dict[str, str | None]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(select(JOBS.c.id, JOBS.c.held).where(JOBS.c.id.in_(ids)))
+        return {row.id: row.held for row in rows}
+
+
+async def throttled_rows(engine: AsyncEngine, ids: list[str]) -> list[str]:
+    query = select(JOB_EVENTS.c.job_id).where(JOB_EVENTS.c.job_id.in_(ids), JOB_EVENTS.c.event == "throttled")
+    async with engine.connect() as conn:
+        return sorted(row.job_id for row in await conn.execute(query))
+
+
+async def finish(engine: AsyncEngine, job_id: str) -> None:
+    values = {"status": "succeeded", "finished_at": datetime.now(UTC), "lease_until": None}
+    async with engine.begin() as conn:
+        await conn.execute(update(JOBS).where(JOBS.c.id == job_id).values(values))
+
+
+async def test_a_key_grants_its_free_slots_and_holds_the_rest_in_order(engine: AsyncEngine) -> None:
+    stores = stores_for(engine, NAMES)
+    client = a_client()
+    ids = await keyed(engine, client, 4, concurrency_key="k", concurrency_limit=2)
+
+    admitted = [await stores.flow.admit([job_id]) for job_id in ids[:2]]
+    claimed = await claim_many(engine, NAMES, REDIS_URL, ids[:2])
+    later = await stores.flow.admit(ids[2:])
+
+    assert [a.held for a in admitted] == [set(), set()] and [type(v) for v in claimed] == [Claimed, Claimed]
+    assert later.held == set(ids[2:]) and later.staged == []
+    assert await held_of(engine, ids) == {ids[0]: None, ids[1]: None, ids[2]: "concurrency", ids[3]: "concurrency"}
+    assert await throttled_rows(engine, ids) == sorted(ids[2:])
+    assert await stores.flow.counts(client, "k") == KeyCounts(running=2, waiting=2)
+
+    await finish(engine, ids[0])
+    released, staged = await stores.flow.release([KeyRef(client, "k")], 10)
+
+    assert released == 1 and [p.message.message_id for p in staged] == [ids[2]]  # the oldest held job
+    assert (await held_of(engine, ids))[ids[2]] is None and (await held_of(engine, ids))[ids[3]] == "concurrency"
+    assert (await stores.flow.release([KeyRef(client, "k")], 10))[0] == 0  # the granted one holds the slot
+    assert (await stores.flow.admit([ids[2]])).held == set()  # its grant lets its message through
+    assert [type(v) for v in await claim_many(engine, NAMES, REDIS_URL, [ids[2]])] == [Claimed]
+
+
+async def test_two_clients_keys_of_one_name_are_their_own(engine: AsyncEngine) -> None:
+    stores = stores_for(engine, NAMES)
+    us, them = a_client(), a_client()
+    ours = await keyed(engine, us, 2, concurrency_key="same", concurrency_limit=1)
+    theirs = await keyed(engine, them, 1, concurrency_key="same", concurrency_limit=1)
+
+    assert (await stores.flow.admit(ours[:1])).held == set()
+    assert (await stores.flow.admit(theirs)).held == set()  # our granted slot is not theirs
+    assert (await stores.flow.admit(ours[1:])).held == set(ours[1:])  # but it is ours
+
+
+async def test_a_rate_window_grants_its_limit_then_holds_until_it_passes(engine: AsyncEngine) -> None:
+    stores = stores_for(engine, NAMES)
+    client = a_client()
+    ids = await keyed(engine, client, 3, rate_key="r", rate_starts=2, rate_period=0.5)
+
+    first = await stores.flow.admit(ids)
+
+    assert first.held == {ids[2]} and first.next_window is not None
+    assert (await held_of(engine, ids))[ids[2]] == "rate"
+    assert (await stores.flow.release([], 10))[0] == 0  # its window has not passed
+    wait = (first.next_window - datetime.now(UTC)).total_seconds()
+    assert 0 < wait <= 0.5
+    await asyncio.sleep(wait + 0.05)
+    released, staged = await stores.flow.release([], 10)
+    assert released == 1 and [p.message.message_id for p in staged] == [ids[2]]
