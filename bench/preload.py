@@ -8,6 +8,7 @@ mandatory, into its lane: what the API leaves behind for a worker, minus the eve
 """
 
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -24,13 +25,19 @@ from bench.infra import Broker
 BATCH = 1000
 
 
-def job_rows(client_id: str, count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+Fields = Callable[[int], dict[str, Any]]  # the n-th job's request fields beside its type and payload
+
+
+def job_rows(
+    client_id: str, count: int, fields: Fields | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """`count` queued echo jobs and their audit rows, oldest first."""
     start = utcnow()
     jobs, events = [], []
     for number in range(count):
         now = start + timedelta(microseconds=number)
-        request = JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"n": number, "bench": True}})
+        extra = fields(number) if fields else {}
+        request = JOB_REQUEST.validate_python({"job_type": "echo", "payload": {"n": number, "bench": True}, **extra})
         job = as_queued(new_job_row(client_id, request, uuid.uuid4().hex, now), now)
         jobs.append(job)
         events.append({"job_id": job["id"], "event": "created", "detail": _trail(None, "pending"), "created_at": now})
@@ -44,16 +51,20 @@ def _trail(before: str | None, after: str) -> dict[str, Any]:
     return {"from": before, "to": after, "attempt": 0}
 
 
-async def preload(database_url: str, broker: Broker, names: Names, client_id: str, count: int) -> list[str]:
+async def preload(
+    database_url: str, broker: Broker, names: Names, client_id: str, count: int, fields: Fields | None = None
+) -> list[str]:
     """Insert `count` queued echo jobs and publish their messages; returns their ids."""
-    jobs = await save_queued(database_url, client_id, count)
+    jobs = await save_queued(database_url, client_id, count, fields)
     await broker.publish_job_messages(names, jobs)
     return [job["id"] for job in jobs]
 
 
-async def save_queued(database_url: str, client_id: str, count: int) -> list[dict[str, Any]]:
+async def save_queued(
+    database_url: str, client_id: str, count: int, fields: Fields | None = None
+) -> list[dict[str, Any]]:
     """Insert `count` queued echo jobs (their messages not yet published); returns their rows."""
-    jobs, events = job_rows(client_id, count)
+    jobs, events = job_rows(client_id, count, fields)
     engine = make_engine(database_url, pool_size=2)
     try:
         async with engine.begin() as conn:

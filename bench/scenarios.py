@@ -1,4 +1,4 @@
-"""The nine scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The ten scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -15,6 +15,8 @@ it started and returns table rows.
   metric update a no-op, taking turns; what moving the metrics costs the hot paths.
 - retention (bench/retention.py): the drain beside N jobs that finished long ago, with the job worker's
   retention loop pruning them and with their retention off, taking turns; what pruning costs the drain.
+- flow (bench/flow.py): the drain with its jobs spread over concurrency keys and without, taking turns; and how
+  soon a slot a finished job frees is taken by the next job of its key.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -26,6 +28,7 @@ it started and returns table rows.
 from collections.abc import Awaitable, Callable
 
 from bench.end_to_end import end_to_end
+from bench.flow import flow
 from bench.harness import Harness
 from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
@@ -48,6 +51,7 @@ SCENARIOS: dict[str, Scenario] = {
     "slow_endpoint": slow_endpoint,
     "metrics_cost": metrics_cost,
     "retention": retention,
+    "flow": flow,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

@@ -86,6 +86,12 @@ JOB_REQUEST_EXAMPLES: list[dict[str, Any]] = [
     {"job_type": "echo", "payload": {"any": "json"}, "priority": 5, "max_retries": 3, "idempotency_key": "order-123"},
     {"job_type": "document", "payload": {"template": "invoice", "pages": 3}},
     {"job_type": "sleep", "payload": {"seconds": 0.5}, "timeout_seconds": 60},
+    {
+        "job_type": "echo",
+        "payload": {"export": "customer-7"},
+        "concurrency": {"key": "export:customer-7", "limit": 2},
+        "rate_limit": {"key": "partner-api", "limit": 10, "period_seconds": 1},
+    },
 ]
 
 

@@ -69,6 +69,8 @@ async def test_a_job_shows_its_flow_fields_and_bad_values_are_422s(api: Api) -> 
     headers = await api.new_client("flow-fields")
     plain = (await api.submit(headers)).json()
     assert (plain["concurrency"], plain["rate_limit"]) == (None, None)
+    keyless = await api.client.get(f"/api/v1/jobs/{plain['id']}/concurrency", headers=headers)
+    assert keyless.status_code == 404 and keyless.json()["detail"] == "The job has no concurrency key."
     keyed = await api.submit(
         headers,
         concurrency={"key": "user-42", "limit": 2},
@@ -155,6 +157,9 @@ async def test_a_job_cancelled_while_throttled_never_runs_and_the_rest_run(api: 
         return any(e["event"] == "throttled" for e in await trail(api, headers, waiting["id"]))
 
     await wait_for(throttled, within=15)
+    key = await api.client.get(f"/api/v1/jobs/{waiting['id']}/concurrency", headers=headers)
+    assert key.status_code == 200, key.text
+    assert key.json() == {"key": "one", "limit": 1, "running": 1, "waiting": 1}
     cancelled = await api.client.post(f"/api/v1/jobs/{waiting['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200, cancelled.text
 

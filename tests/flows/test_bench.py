@@ -24,6 +24,7 @@ SCENARIOS = (
     "slow_endpoint",
     "metrics_cost",
     "retention",
+    "flow",
     "overload",
     "scaling",
     "soak",

@@ -237,6 +237,20 @@ async def test_a_job_page_shows_its_audit_trail_and_a_delivery_with_its_attempts
     await screenshot(page, "job")
 
 
+async def test_a_job_page_shows_its_concurrency_keys_running_and_waiting_counts(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-flow")
+    body = {"job_type": "sleep", "payload": {"seconds": 3}, "concurrency": {"key": "export", "limit": 1}}
+    first = await service.submit(key, **body)
+    await service.until_status(key, first["id"], "running")
+    second = await service.submit(key, **body)
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{second['id']}")
+    flow = page.locator("#flow")
+    await expect(flow.locator("dd[data-field='concurrency']")).to_have_text("export (limit 1)")
+    await expect(flow.locator("dd[data-field='key running']")).to_have_text("1")
+    await expect(flow.locator("dd[data-field='key waiting']")).to_have_text("1")
+
+
 async def test_a_dead_job_is_replayed_from_the_dlq_page_and_succeeds(service: Service, tab_of: Tab) -> None:
     page, key = tab_of.page, await service.new_key("dash-dlq")
     job = await service.submit(key, job_type="flaky", payload={"fail_times": 1}, max_retries=0)

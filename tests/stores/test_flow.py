@@ -8,12 +8,16 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
-from app.models.tables import JOB_EVENTS, JOBS
+from app.core.statuses import HeldReason
+from app.models.claims import insert_missing
+from app.models.tables import FLOW_KEYS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyCounts, KeyRef
+from app.stores.flow import sql as flow_sql
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
 from tests.support import claim_many, make_job, stores_for
@@ -105,3 +109,17 @@ async def test_a_rate_window_grants_its_limit_then_holds_until_it_passes(engine:
     await asyncio.sleep(wait + 0.05)
     released, staged = await stores.flow.release([], 10)
     assert released == 1 and [p.message.message_id for p in staged] == [ids[2]]
+
+
+def test_the_key_lock_and_the_slot_count_render_for_mssql() -> None:
+    dialect = mssql.dialect()
+    row = {"client_id": "c", "kind": "concurrency", "key": "k", "version": 0}
+    lock = str(insert_missing("mssql", FLOW_KEYS, row).compile(dialect=dialect))
+    now = datetime.now(UTC)
+    count = select(func.count()).where(
+        flow_sql._of_key(HeldReason.CONCURRENCY, "c", "k"), flow_sql._occupying(now, now)
+    )
+    rendered = str(count.compile(dialect=dialect))
+
+    assert "WITH (UPDLOCK, HOLDLOCK)" in lock and "WHERE NOT (EXISTS" in lock and "ON CONFLICT" not in lock
+    assert "jobs.finished_at IS NULL" in rendered and "jobs.granted_run = jobs.runs + :runs_1" in rendered

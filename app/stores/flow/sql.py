@@ -144,9 +144,11 @@ class SqlFlow:
         held jobs of its keys (a released one was the oldest of them)."""
         client, key, limit = job["client_id"], job["concurrency_key"], job["concurrency_limit"]
         if key is not None and limit is not None:
-            query = select(func.count()).where(_of_key(CONCURRENCY, client, key), _occupying(now, now - self.lease))
-            taken = (await conn.execute(query)).scalar_one()
-            if taken >= limit or (ordered and await _waiting(conn, CONCURRENCY, client, key)):
+            mine = _of_key(CONCURRENCY, client, key)
+            taken = select(func.count()).where(mine, _occupying(now, now - self.lease)).scalar_subquery()
+            waiting = select(func.count()).where(mine, C.held == str(CONCURRENCY)).scalar_subquery()
+            row = (await conn.execute(select(taken, waiting))).one()
+            if row[0] >= limit or (ordered and row[1] > 0):
                 return Hold(CONCURRENCY, key)
         rate_key = job["rate_key"]
         if rate_key is not None:
@@ -221,10 +223,12 @@ class SqlFlow:
 async def _lock(conn: AsyncConnection, locks: Iterable[Lock]) -> None:
     """Lock these keys' rows (each made the first time), in one order, until the transaction ends."""
     for kind, client_id, key in sorted(set(locks)):
-        row = {"client_id": client_id, "kind": kind, "key": key, "version": 0}
-        await conn.execute(insert_missing(conn.dialect.name, FLOW_KEYS, row))
         this = and_(FLOW_KEYS.c.client_id == client_id, FLOW_KEYS.c.kind == kind, FLOW_KEYS.c.key == key)
-        await conn.execute(update(FLOW_KEYS).where(this).values(version=FLOW_KEYS.c.version + 1))
+        bump = update(FLOW_KEYS).where(this).values(version=FLOW_KEYS.c.version + 1)
+        if (await conn.execute(bump)).rowcount == 0:  # the key's first admission: its row made, then locked
+            row = {"client_id": client_id, "kind": kind, "key": key, "version": 0}
+            await conn.execute(insert_missing(conn.dialect.name, FLOW_KEYS, row))
+            await conn.execute(bump)
 
 
 async def _set(conn: AsyncConnection, job: JobRow, values: dict[str, Any]) -> JobRow | None:

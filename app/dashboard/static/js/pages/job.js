@@ -1,4 +1,5 @@
-// One job: its fields, payload and result, the audit trail, its deliveries, its artifact; cancel and retry.
+// One job: its fields, payload and result, its flow control (a concurrency key's running and waiting counts), the
+// audit trail, its deliveries, its artifact; cancel and retry.
 import { api, download } from "../api.js";
 import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
 import { deliveryList } from "../deliveries.js";
@@ -26,6 +27,16 @@ function facts(job) {
     ...TIMES.map((f) => [f, when(job[f])]),
   ];
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
+}
+
+// A job's concurrency key and rate limit as submitted; with a key, how many of its jobs run and wait now.
+function flowFacts(job, key) {
+  const rows = [
+    ["concurrency", job.concurrency ? `${job.concurrency.key} (limit ${job.concurrency.limit})` : "—"],
+    ["rate_limit", job.rate_limit ? `${job.rate_limit.key}: ${job.rate_limit.limit} per ${job.rate_limit.period_seconds} s` : "—"],
+    ...(key ? [["key running", String(key.running)], ["key waiting", String(key.waiting)]] : []),
+  ];
+  return h("dl", { class: "facts", id: "flow" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
 }
 
 const MOVE = new Set(["from", "to", "attempt"]);
@@ -104,6 +115,7 @@ export async function render(view, { ids: [id], signal }) {
     head: h("div"),
     artifact: h("div", { id: "artifact" }),
     fields: h("div"),
+    flow: h("div"),
     data: h("div"),
     trail: h("div"),
     deliveries: h("div"),
@@ -121,6 +133,8 @@ export async function render(view, { ids: [id], signal }) {
     );
     put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
     put("fields", job, (j) => section("Fields", facts(j)));
+    const key = job.concurrency ? await api(`/api/v1/jobs/${id}/concurrency`, { signal }) : null;
+    put("flow", { job, key }, ({ job: j, key: k }) => section("Flow control", flowFacts(j, k)));
     put("data", job, (j) =>
       section("Payload, result and error", ["payload", "result", "error"].map((f) => [h("h3", {}, f), pretty(j[f])])),
     );

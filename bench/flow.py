@@ -1,0 +1,116 @@
+"""The flow scenario: what concurrency keys cost a drain, and how soon a freed slot is taken.
+
+Each round drains the same N pre-loaded echo jobs with one job worker (C = 32) twice, taking turns: once without
+keys, once spread over 100 concurrency keys of limit 5 (job n has key n mod 100), so at most 500 may run at once
+and the limit never binds below C: the figure is the admission's cost, not the limit's. Then the handoff: 200 jobs
+over 10 keys of limit 1, each key's jobs one after another; for each job after a key's first, its `started_at`
+minus the previous job's `finished_at` (both stamped by the worker): a slot freed -> the next job of the key
+running, through its release, the outbox and its lane.
+"""
+
+from statistics import median
+from typing import Any
+
+from bench.harness import CLIENT_ID, Harness
+from bench.preload import Fields, preload
+from bench.procs import until
+from bench.report import Row, num, ratio
+from bench.sizes import Sizes, drain_budget
+from bench.stats import percentile
+
+CONSUMERS = 32
+KEYS, LIMIT = 100, 5
+HANDOFF_JOBS, HANDOFF_KEYS = 200, 10
+TARGET_DRAIN = 0.8  # keyed / keyless
+TARGET_HANDOFF_MS = 20.0  # p50
+
+
+def _keyed(number: int) -> dict[str, Any]:
+    return {"concurrency": {"key": f"k{number % KEYS}", "limit": LIMIT}}
+
+
+def _serial(number: int) -> dict[str, Any]:
+    return {"concurrency": {"key": f"s{number % HANDOFF_KEYS}", "limit": 1}}
+
+
+ARMS: tuple[tuple[str, Fields | None], ...] = (("keyless", None), ("keyed", _keyed))
+DRAIN_WINDOW = """
+SELECT min(started_at) AS first, max(finished_at) AS last, count(*) AS n FROM jobs
+WHERE status = 'succeeded' AND client_id = $1
+"""
+HANDOFFS = """
+SELECT extract(epoch FROM started_at - lag(finished_at) OVER (PARTITION BY concurrency_key ORDER BY started_at))
+       * 1000 AS ms
+FROM jobs WHERE client_id = $1 AND status = 'succeeded'
+"""
+
+
+async def flow(h: Harness, sizes: Sizes) -> list[Row]:
+    h.record_settings("flow", job_consumers_default=CONSUMERS)
+    rates: dict[str, list[float]] = {"keyless": [], "keyed": []}
+    for round_ in range(sizes.cost_rounds):
+        for arm, fields in ARMS if round_ % 2 == 0 else reversed(ARMS):
+            rates[arm].append(await _drain(h, sizes.drain_jobs, arm, fields))
+    keyless, keyed = median(rates["keyless"]), median(rates["keyed"])
+    share = ratio(keyed, keyless, 3)
+    spread = max(max(arm) - min(arm) for arm in rates.values())
+    handoffs = await _handoffs(h)
+    p50, p99 = percentile(handoffs, 50), percentile(handoffs, 99)
+    h.notes.append(
+        f"flow: {sizes.cost_rounds} rounds of each arm, taking turns. Rounds, jobs/s: keyless "
+        f"{' / '.join(num(r) for r in rates['keyless'])}, keyed {' / '.join(num(r) for r in rates['keyed'])}. "
+        f"Handoff: {len(handoffs)} slots freed over {HANDOFF_KEYS} keys of limit 1."
+    )
+    return [
+        Row(
+            "flow",
+            f"drain jobs/s, {sizes.drain_jobs} echo jobs over {KEYS} concurrency keys of limit {LIMIT}, "
+            f"C = {CONSUMERS}",
+            num(keyed),
+            f"no keys {num(keyless)}",
+            f"{num(share, 3)} x; rounds spread {num(spread)}",
+            f"≥ {TARGET_DRAIN} x no keys",
+            share is not None and share >= TARGET_DRAIN,
+        ),
+        Row(
+            "flow",
+            f"a slot freed → the next job of its key running, p50 / p99 ms ({HANDOFF_JOBS} jobs, {HANDOFF_KEYS} keys "
+            "of limit 1)",
+            f"{num(p50, 1)} / {num(p99, 1)}",
+            "—",
+            "—",
+            f"p50 ≤ {TARGET_HANDOFF_MS:g} ms",
+            p50 <= TARGET_HANDOFF_MS,
+        ),
+    ]
+
+
+async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None) -> float:
+    """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s."""
+    names = h.env.settings_topology().names
+    await h.env.reset()
+    await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, fields)
+    worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}")
+    async with h.metered(f"the drain ({arm})", {"job worker": worker}):
+        await _until_drained(h, jobs, f"flow drain ({arm})")
+    await worker.stop()
+    row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
+    return float(row["n"] / max((row["last"] - row["first"]).total_seconds(), 1e-6))
+
+
+async def _handoffs(h: Harness) -> list[float]:
+    names = h.env.settings_topology().names
+    await h.env.reset()
+    await preload(h.env.database_url, h.broker, names, CLIENT_ID, HANDOFF_JOBS, _serial)
+    worker = await h.start_job_worker(CONSUMERS, name="job-worker-flow-handoff")
+    await _until_drained(h, HANDOFF_JOBS, "flow handoff")
+    await worker.stop()
+    return [float(row["ms"]) for row in await h.db.pool.fetch(HANDOFFS, CLIENT_ID) if row["ms"] is not None]
+
+
+async def _until_drained(h: Harness, jobs: int, what: str) -> None:
+    async def done() -> bool:
+        query = "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND client_id = $1"
+        return int(await h.db.pool.fetchval(query, CLIENT_ID)) >= jobs
+
+    await until(done, drain_budget(jobs), what, interval=0.2)

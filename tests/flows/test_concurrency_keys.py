@@ -1,0 +1,57 @@
+"""A concurrency key across worker processes, one of them killed with SIGKILL midway: its runs never overlap more
+than the key's limit, every job succeeds once, and no slot or hold is left on the key once they are done (the
+dead worker's slots free as its leases run out)."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.models.tables import JOBS
+from tests.api.test_flow_control import most_at_once, runs_of
+from tests.conftest import make_settings, settings_env
+from tests.support import Api, app_process, trail, until_status, wait_for
+
+pytestmark = pytest.mark.slow
+
+JOBS_N = 200
+LIMIT = 3
+
+
+async def test_a_keys_limit_holds_across_two_workers_one_killed_midway(
+    api: Api, db: AsyncEngine, tmp_path: Path
+) -> None:
+    headers = await api.new_client("flow-kill")
+    item = {"job_type": "sleep", "payload": {"seconds": 0.02}, "concurrency": {"key": "export", "limit": LIMIT}}
+    answer = await api.client.post("/api/v1/jobs/batch", json={"jobs": [item] * JOBS_N}, headers=headers)
+    assert answer.status_code in (200, 201), answer.text
+    jobs = [entry["job"] for entry in answer.json()["items"]]
+    env = settings_env(make_settings(job_consumers_default=4))
+
+    async def succeeded() -> int:
+        query = select(func.count()).where(JOBS.c.id.in_([j["id"] for j in jobs]), JOBS.c.status == "succeeded")
+        async with db.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
+
+    async def quarter_done() -> bool:
+        return await succeeded() >= JOBS_N // 4
+
+    with (
+        app_process(["worker", "jobs"], env, tmp_path / "a.log") as first,
+        app_process(["worker", "jobs"], env, tmp_path / "b.log") as second,
+    ):
+        await wait_for(quarter_done, within=60)
+        first.kill()
+        done = [await until_status(api, headers, job["id"], 120) for job in jobs]
+        assert [job["status"] for job in done] == ["succeeded"] * JOBS_N, second.output()
+
+    spans = [span for job in jobs for span in await runs_of(api, headers, job["id"])]
+    assert len(spans) == JOBS_N  # a run the kill cut short has no end: each job's one finished run
+    assert most_at_once(spans) <= LIMIT
+    for job in jobs:
+        events = [entry["event"] for entry in await trail(api, headers, job["id"])]
+        assert events.count("succeeded") == 1
+    async with db.connect() as conn:
+        left = select(func.count()).where(JOBS.c.id.in_([j["id"] for j in jobs]), JOBS.c.held.is_not(None))
+        assert (await conn.execute(left)).scalar_one() == 0
