@@ -34,3 +34,12 @@ def insert_missing(dialect: str, table: Table, row: dict[str, Any]) -> Executabl
     there = select(literal(1)).select_from(table).where(same).with_hint(table, MSSQL_KEY_RANGE_LOCK, "mssql")
     values = select(*(literal(value, table.c[name].type).label(name) for name, value in row.items()))
     return insert(table).from_select(list(row), values.where(~there.exists()))
+
+
+MSSQL_LOCK_ROWS = "WITH (UPDLOCK, ROWLOCK)"
+
+
+def locked_in_order(query: Select[Any], table: Table) -> Select[Any]:
+    """`query` locking the rows of `table` it reads, in its ORDER BY, waiting for rows another transaction holds:
+    every caller that orders the same way takes the same rows in the same order, so none waits in a circle."""
+    return query.with_for_update().with_hint(table, MSSQL_LOCK_ROWS, "mssql")

@@ -153,13 +153,14 @@ async def test_a_job_cancelled_while_throttled_never_runs_and_the_rest_run(api: 
     running, waiting, after = await submit_all(api, headers, [body] * 3)
     await until_status(api, headers, running["id"], 20, "running")
 
-    async def throttled() -> bool:
-        return any(e["event"] == "throttled" for e in await trail(api, headers, waiting["id"]))
+    async def throttled() -> bool:  # both jobs behind the running one held back
+        trails = [await trail(api, headers, job["id"]) for job in (waiting, after)]
+        return all(any(e["event"] == "throttled" for e in entries) for entries in trails)
 
     await wait_for(throttled, within=15)
     key = await api.client.get(f"/api/v1/jobs/{waiting['id']}/concurrency", headers=headers)
     assert key.status_code == 200, key.text
-    assert key.json() == {"key": "one", "limit": 1, "running": 1, "waiting": 1}
+    assert key.json() == {"key": "one", "limit": 1, "running": 1, "waiting": 2}
     cancelled = await api.client.post(f"/api/v1/jobs/{waiting['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200, cancelled.text
 

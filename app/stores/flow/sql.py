@@ -10,12 +10,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import Names
 from app.core.statuses import HeldReason, JobStatus, TrailEvent
-from app.models.claims import insert_missing
+from app.models.claims import insert_missing, locked_in_order
 from app.models.rows import JobRow, job_row
 from app.models.tables import FLOW_KEYS, FLOW_STARTS, JOB_EVENTS, JOBS
 from app.models.types import utcnow
@@ -89,18 +89,48 @@ class SqlFlow:
             if not todo:
                 return Admission()
             await _lock(conn, [lock for job in todo for lock in _locks(job)])
-            held: dict[str, Hold] = {}
+            plain = [job for job in todo if job["rate_key"] is None]
+            held, room = await self._admit_plain(conn, plain, now)
             for job in todo:
+                if job["rate_key"] is None:
+                    continue
                 hold = await self._decide(conn, job, now, ordered=True)
                 if hold is None:
                     await self._grant(conn, job, now)
                 elif await self._hold(conn, job, hold, now):
                     held[job["id"]] = hold
-            keys = {KeyRef(job["client_id"], job["concurrency_key"] or "") for job in todo if job["id"] in held}
-            freed = [j for ref in sorted(keys) if ref.key for j in await self._release_key(conn, ref, now, len(todo))]
+                    room.add(KeyRef(job["client_id"], job["concurrency_key"] or ""))
+            freed = [j for ref in sorted(room) if ref.key for j in await self._release_key(conn, ref, now, len(todo))]
             staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
         windows = [hold.until for hold in held.values() if hold.until is not None]
         return Admission(set(held), staged, min(windows, default=None))
+
+    async def _admit_plain(
+        self, conn: AsyncConnection, jobs: list[JobRow], now: datetime
+    ) -> tuple[dict[str, Hold], set[KeyRef]]:
+        """Admit jobs with a concurrency key alone, set-wise (their keys locked): one read of every key's slots in
+        use and jobs waiting, the grants in one UPDATE, the holds in another. Oldest first, each key's jobs take its
+        free slots unless older ones wait. The jobs held, and the keys that may still have room for a held job
+        (their waiting jobs older than these: the release takes them in order)."""
+        if not jobs:
+            return {}, set()
+        refs = {KeyRef(job["client_id"], job["concurrency_key"] or "") for job in jobs}
+        counts = await _key_counts(conn, refs, now, now - self.lease)
+        grants, holds = [], []
+        for job in jobs:
+            ref = KeyRef(job["client_id"], job["concurrency_key"] or "")
+            taken, waiting = counts.get(ref, (0, 0))
+            if taken < (job["concurrency_limit"] or 0) and waiting == 0:
+                grants.append(job["id"])
+                counts[ref] = (taken + 1, waiting)
+            else:
+                holds.append(job)
+                counts[ref] = (taken, waiting + 1)
+        await _set_many(conn, grants, {"granted_run": C.runs + 1, "granted_at": now})
+        held = await _set_many(conn, [job["id"] for job in holds], {"held": str(CONCURRENCY), "held_until": None})
+        await _throttled(conn, [job for job in holds if job["id"] in held], CONCURRENCY, now)
+        room = {ref for ref, (taken, waiting) in counts.items() if waiting and taken < _limit_of(jobs, ref)}
+        return {job["id"]: Hold(CONCURRENCY, job["concurrency_key"] or "") for job in holds if job["id"] in held}, room
 
     async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
         """See FlowStore.release."""
@@ -176,12 +206,7 @@ class SqlFlow:
         """Hold the job for `hold` (its audit row `throttled` the first time it is held back). False: it changed."""
         if await _set(conn, job, {"held": str(hold.reason), "held_until": hold.until}) is None:
             return False
-        events = JOB_EVENTS.c
-        before = select(events.id).where(events.job_id == job["id"], events.event == str(TrailEvent.THROTTLED))
-        if (await conn.execute(before.limit(1))).first() is None:
-            detail = {"key": hold.key, "reason": str(hold.reason)}
-            row = {"job_id": job["id"], "event": str(TrailEvent.THROTTLED), "detail": detail, "created_at": now}
-            await conn.execute(insert(JOB_EVENTS).values(row))
+        await _throttled(conn, [job], hold.reason, now)
         return True
 
     async def _release_key(self, conn: AsyncConnection, ref: KeyRef, now: datetime, limit: int) -> list[JobRow]:
@@ -203,12 +228,12 @@ class SqlFlow:
         """Grant each job in turn; once a key makes one wait, the later jobs of that key wait too (they keep their
         order), held for what stops them."""
         freed: list[JobRow] = []
-        stopped: set[str] = set()
+        stopped: set[Lock] = set()
         for job in jobs:
-            keys = {key for _, _, key in _locks(job)}
+            keys = set(_locks(job))
             if keys & stopped:
                 continue
-            await _lock(conn, _locks(job))  # a rate key of a job released for its slot (locked already: a no-op wait)
+            await _lock(conn, [lock for lock in keys if lock[0] == str(RATE)])  # a job released for its slot's window
             hold = await self._decide(conn, job, now, ordered=False)
             if hold is None:
                 granted = await self._grant(conn, job, now)
@@ -221,14 +246,21 @@ class SqlFlow:
 
 
 async def _lock(conn: AsyncConnection, locks: Iterable[Lock]) -> None:
-    """Lock these keys' rows (each made the first time), in one order, until the transaction ends."""
-    for kind, client_id, key in sorted(set(locks)):
-        this = and_(FLOW_KEYS.c.client_id == client_id, FLOW_KEYS.c.kind == kind, FLOW_KEYS.c.key == key)
-        bump = update(FLOW_KEYS).where(this).values(version=FLOW_KEYS.c.version + 1)
-        if (await conn.execute(bump)).rowcount == 0:  # the key's first admission: its row made, then locked
+    """Lock these keys' rows until the transaction ends (each made the first time): one read that locks them in one
+    order on every database that has row locks, then one UPDATE that takes SQLite's write lock (and makes each
+    lock a write on every database)."""
+    wanted = sorted(set(locks))
+    if not wanted:
+        return
+    keys = FLOW_KEYS.c
+    match = or_(*(and_(keys.kind == kind, keys.client_id == client, keys.key == key) for kind, client, key in wanted))
+    ordered = select(keys.kind, keys.client_id, keys.key).where(match).order_by(keys.client_id, keys.kind, keys.key)
+    found = {(row.kind, row.client_id, row.key) for row in await conn.execute(locked_in_order(ordered, FLOW_KEYS))}
+    for kind, client_id, key in wanted:
+        if (kind, client_id, key) not in found:  # the key's first admission: its row made (and locked by it)
             row = {"client_id": client_id, "kind": kind, "key": key, "version": 0}
             await conn.execute(insert_missing(conn.dialect.name, FLOW_KEYS, row))
-            await conn.execute(bump)
+    await conn.execute(update(FLOW_KEYS).where(match).values(version=keys.version + 1))
 
 
 async def _set(conn: AsyncConnection, job: JobRow, values: dict[str, Any]) -> JobRow | None:
@@ -267,3 +299,58 @@ async def _held_keys(conn: AsyncConnection, limit: int) -> list[KeyRef]:
         .limit(limit)
     )
     return [KeyRef(row.client_id, row.concurrency_key) for row in await conn.execute(query)]
+
+
+def _limit_of(jobs: list[JobRow], ref: KeyRef) -> int:
+    """The limit the newest of these jobs of the key gives it."""
+    limits = [j["concurrency_limit"] or 0 for j in jobs if (j["client_id"], j["concurrency_key"]) == ref]
+    return limits[-1] if limits else 0
+
+
+async def _key_counts(
+    conn: AsyncConnection, refs: set[KeyRef], now: datetime, since: datetime
+) -> dict[KeyRef, tuple[int, int]]:
+    """Each key's slots in use and jobs waiting for one, in one read."""
+    match = or_(*(and_(C.client_id == ref.client_id, C.concurrency_key == ref.key) for ref in sorted(refs)))
+    taken = func.sum(case((_occupying(now, since), 1), else_=0))
+    waiting = func.sum(case((C.held == str(CONCURRENCY), 1), else_=0))
+    query = (
+        select(C.client_id, C.concurrency_key, taken, waiting)
+        .where(match, C.finished_at.is_(None))
+        .group_by(C.client_id, C.concurrency_key)
+    )
+    return {KeyRef(row[0], row[1]): (int(row[2] or 0), int(row[3] or 0)) for row in await conn.execute(query)}
+
+
+async def _set_many(conn: AsyncConnection, ids: list[str], values: dict[str, Any]) -> set[str]:
+    """Set flow columns on these jobs while they wait to start unheld (not finished, cancelled or held meanwhile:
+    the keys they wait on are locked, so nothing else admits them): the ids set."""
+    if not ids:
+        return set()
+    guard = and_(C.id.in_(ids), C.held.is_(None), C.status.in_(LIVE))
+    return set((await conn.execute(update(JOBS).where(guard).values(values).returning(C.id))).scalars())
+
+
+async def _throttled(conn: AsyncConnection, jobs: list[JobRow], reason: HeldReason, now: datetime) -> None:
+    """The `throttled` audit row of each of these jobs that has none yet."""
+    if not jobs:
+        return
+    events = JOB_EVENTS.c
+    ids = [job["id"] for job in jobs]
+    before = select(events.job_id).where(events.job_id.in_(ids), events.event == str(TrailEvent.THROTTLED))
+    seen = set((await conn.execute(before)).scalars())
+    rows = [
+        {
+            "job_id": job["id"],
+            "event": str(TrailEvent.THROTTLED),
+            "created_at": now,
+            "detail": {
+                "key": job["concurrency_key"] if reason == CONCURRENCY else job["rate_key"],
+                "reason": str(reason),
+            },
+        }
+        for job in jobs
+        if job["id"] not in seen
+    ]
+    if rows:
+        await conn.execute(insert(JOB_EVENTS), rows)
