@@ -17,7 +17,7 @@ from app.core.statuses import HeldReason
 from app.models.claims import insert_missing
 from app.models.tables import FLOW_KEYS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyCounts, KeyRef
-from app.stores.flow import sql as flow_sql
+from app.stores.flow import statements as flow_statements
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
 from tests.support import claim_many, make_job, stores_for
@@ -117,7 +117,7 @@ def test_the_key_lock_and_the_slot_count_render_for_mssql() -> None:
     lock = str(insert_missing("mssql", FLOW_KEYS, row).compile(dialect=dialect))
     now = datetime.now(UTC)
     count = select(func.count()).where(
-        flow_sql._of_key(HeldReason.CONCURRENCY, "c", "k"), flow_sql._occupying(now, now)
+        flow_statements.of_key(HeldReason.CONCURRENCY, "c", "k"), flow_statements.occupying(now, now)
     )
     rendered = str(count.compile(dialect=dialect))
 
