@@ -41,6 +41,7 @@ MATRIX = [
     Case("GET", "/api/v1/jobs/{id}/logs", "job"),
     Case("GET", "/api/v1/jobs/{id}/artifact", "artifact_job"),
     Case("GET", "/api/v1/jobs/{id}/stream", "job"),
+    Case("GET", "/api/v1/jobs/{id}/concurrency", "job"),
     Case("GET", "/api/v1/webhooks/{id}", "webhook"),
     Case("GET", "/api/v1/webhooks/{id}/deliveries", "webhook"),
     Case("PATCH", "/api/v1/webhooks/{id}", "webhook", {"description": "taken over"}),
@@ -113,7 +114,9 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
     schedule = await api.client.post("/api/v1/schedules", json=SCHEDULE, headers=owner)
     assert schedule.status_code == 201, schedule.text
     batch = await api.client.post(
-        "/api/v1/jobs/batch", json={"jobs": [{"job_type": "echo", "payload": {}}]}, headers=owner
+        "/api/v1/jobs/batch",
+        json={"jobs": [{"job_type": "echo", "payload": {}, "concurrency": {"key": "owned", "limit": 1}}]},
+        headers=owner,
     )
     assert batch.status_code == 201, batch.text
     job_id = batch.json()["items"][0]["job"]["id"]
