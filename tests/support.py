@@ -20,12 +20,13 @@ import httpx
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from fastapi import FastAPI
 from redis.asyncio import Redis
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, delete, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.topology import Topology
+from app.models.tables import JOBS, OUTBOX
 from app.schemas.flow import flow_columns
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
@@ -360,3 +361,11 @@ async def claim_many(engine: AsyncEngine, names: Names, redis_url: str, job_ids:
     """What one claim batch of the job worker decides for these jobs' messages, in their order."""
     async with job_batches(engine, names, redis_url) as batches:
         return [verdict for verdict, _ in await batches.claim_batch(job_ids)]
+
+
+async def drop_staged(engine: AsyncEngine, jobs: ColumnElement[bool]) -> None:
+    """Delete the outbox rows staged for the jobs matching `jobs` (a store test's releases): no later process's
+    relay publishes them into the test namespace's lanes."""
+    ours = select(JOBS.c.id).where(jobs)
+    async with engine.begin() as conn:
+        await conn.execute(delete(OUTBOX).where(OUTBOX.c.message_id.in_(ours)))

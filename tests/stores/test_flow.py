@@ -10,31 +10,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
 from app.core.statuses import HeldReason
 from app.models.claims import insert_missing
-from app.models.tables import FLOW_KEYS, JOB_EVENTS, JOBS, OUTBOX
+from app.models.tables import FLOW_KEYS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyCounts, KeyRef
 from app.stores.flow import statements as flow_statements
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
-from tests.support import claim_many, make_job, stores_for
+from tests.support import claim_many, drop_staged, make_job, stores_for
 
 NAMES = Names(NS)
 
 
 @pytest.fixture(autouse=True)
 async def unstaged(engine: AsyncEngine) -> AsyncIterator[None]:
-    """The lane messages these tests' releases staged, deleted afterwards: no later process's relay publishes them
-    into the test namespace's lanes."""
     yield
-    ours = select(JOBS.c.id).where(JOBS.c.client_id.like("flow-%"))
-    async with engine.begin() as conn:
-        await conn.execute(delete(OUTBOX).where(OUTBOX.c.message_id.in_(ours)))
+    await drop_staged(engine, JOBS.c.client_id.like("flow-%"))
 
 
 def a_client() -> str:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -24,7 +24,7 @@ from app.stores import Stores
 from app.stores.jobs import holds
 from app.workers.verdicts import Drop
 from tests.conftest import NS, REDIS_URL
-from tests.support import claim_many, make_job, stores_for
+from tests.support import claim_many, drop_staged, make_job, stores_for
 
 NAMES = Names(NS)
 PAUSED = HeldReason.PAUSED
@@ -34,12 +34,8 @@ PAST = datetime.now(UTC) - timedelta(minutes=5)
 
 @pytest.fixture(autouse=True)
 async def unstaged(engine: AsyncEngine) -> AsyncIterator[None]:
-    """The lane messages these tests' releases staged, deleted afterwards: no later process's relay publishes them
-    into the test namespace's lanes."""
     yield
-    ours = select(JOBS.c.id).where(JOBS.c.job_type.like("held-%"))
-    async with engine.begin() as conn:
-        await conn.execute(delete(OUTBOX).where(OUTBOX.c.message_id.in_(ours)))
+    await drop_staged(engine, JOBS.c.job_type.like("held-%"))
 
 
 def a_type() -> str:
