@@ -47,6 +47,7 @@ from app.services.api_keys import ApiKeyService
 from app.services.artifacts import artifact_service
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
+from app.services.fairness import fairness
 from app.services.idempotency import IdempotencyCache
 from app.services.job_type_breakers import job_type_breakers
 from app.services.job_types import JobTypeService
@@ -118,7 +119,16 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
     failpoints = Failpoints.parse(settings.failpoints)
     return ApiState(
         resources=resources,
-        jobs=JobService(resources.engine, resources.stores.jobs, outbox, names, idempotency, failpoints, box),
+        jobs=JobService(
+            resources.engine,
+            resources.stores.jobs,
+            outbox,
+            names,
+            idempotency,
+            failpoints,
+            box,
+            fairness(resources, outbox),
+        ),
         keys=ApiKeyService(
             resources.stores.api_keys, settings.admin_api_key, resources.redis_batch, names.api_keys_generation_key
         ),

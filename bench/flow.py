@@ -1,8 +1,10 @@
 """The flow scenario: what concurrency keys cost a drain, and how soon a freed slot is taken.
 
-Each round drains the same N pre-loaded echo jobs with one job worker (C = 32) twice, taking turns: once without
-keys, once spread over 100 concurrency keys of limit 5 (job n has key n mod 100), so at most 500 may run at once
-and the limit never binds below C: the figure is the admission's cost, not the limit's. Then the handoff: 200 jobs
+Each round drains the same N pre-loaded echo jobs with one job worker (C = 32) three times, taking turns: once
+without keys, once spread over 100 concurrency keys of limit 5 (job n has key n mod 100), so at most 500 may run at
+once and the limit never binds below C: the figure is the admission's cost, not the limit's; and once without keys
+by the service with flow control's code path off (bench/flow_off.py): what the feature costs jobs that do not use
+it. Then the handoff: 200 jobs
 over 10 keys of limit 1, each key's jobs one after another; for each job after a key's first, its `started_at`
 minus the previous job's `finished_at` (both stamped by the worker): a slot freed -> the next job of the key
 running, through its release, the outbox and its lane.
@@ -22,6 +24,7 @@ CONSUMERS = 32
 KEYS, LIMIT = 100, 5
 HANDOFF_JOBS, HANDOFF_KEYS = 200, 10
 TARGET_DRAIN = 0.8  # keyed / keyless
+TARGET_UNUSED = 0.95  # keyless / keyless with flow control's code path off
 TARGET_HANDOFF_MS = 20.0  # p50
 
 
@@ -33,7 +36,11 @@ def _serial(number: int) -> dict[str, Any]:
     return {"concurrency": {"key": f"s{number % HANDOFF_KEYS}", "limit": 1}}
 
 
-ARMS: tuple[tuple[str, Fields | None], ...] = (("keyless", None), ("keyed", _keyed))
+ARMS: tuple[tuple[str, Fields | None, str], ...] = (
+    ("keyless", None, "app"),
+    ("keyed", _keyed, "app"),
+    ("off", None, "bench.flow_off"),
+)
 DRAIN_WINDOW = """
 SELECT min(started_at) AS first, max(finished_at) AS last, count(*) AS n FROM jobs
 WHERE status = 'succeeded' AND client_id = $1
@@ -47,21 +54,31 @@ FROM jobs WHERE client_id = $1 AND status = 'succeeded'
 
 async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("flow", job_consumers_default=CONSUMERS)
-    rates: dict[str, list[float]] = {"keyless": [], "keyed": []}
+    rates: dict[str, list[float]] = {arm: [] for arm, _, _ in ARMS}
     for round_ in range(sizes.cost_rounds):
-        for arm, fields in ARMS if round_ % 2 == 0 else reversed(ARMS):
-            rates[arm].append(await _drain(h, sizes.drain_jobs, arm, fields))
-    keyless, keyed = median(rates["keyless"]), median(rates["keyed"])
-    share = ratio(keyed, keyless, 3)
+        for arm, fields, module in ARMS if round_ % 2 == 0 else reversed(ARMS):
+            rates[arm].append(await _drain(h, sizes.drain_jobs, arm, fields, module))
+    keyless, keyed, off = median(rates["keyless"]), median(rates["keyed"]), median(rates["off"])
+    share, unused = ratio(keyed, keyless, 3), ratio(keyless, off, 3)
     spread = max(max(arm) - min(arm) for arm in rates.values())
     handoffs = await _handoffs(h)
     p50, p99 = percentile(handoffs, 50), percentile(handoffs, 99)
     h.notes.append(
         f"flow: {sizes.cost_rounds} rounds of each arm, taking turns. Rounds, jobs/s: keyless "
-        f"{' / '.join(num(r) for r in rates['keyless'])}, keyed {' / '.join(num(r) for r in rates['keyed'])}. "
+        f"{' / '.join(num(r) for r in rates['keyless'])}, keyed {' / '.join(num(r) for r in rates['keyed'])}, "
+        f"flow control off {' / '.join(num(r) for r in rates['off'])}. "
         f"Handoff: {len(handoffs)} slots freed over {HANDOFF_KEYS} keys of limit 1."
     )
     return [
+        Row(
+            "flow",
+            f"drain jobs/s, {sizes.drain_jobs} echo jobs without keys, C = {CONSUMERS}",
+            num(keyless),
+            f"flow control's code off {num(off)}",
+            f"{num(unused, 3)} x",
+            f"≥ {TARGET_UNUSED} x off",
+            unused is not None and unused >= TARGET_UNUSED,
+        ),
         Row(
             "flow",
             f"drain jobs/s, {sizes.drain_jobs} echo jobs over {KEYS} concurrency keys of limit {LIMIT}, "
@@ -85,12 +102,12 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     ]
 
 
-async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None) -> float:
+async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module: str) -> float:
     """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s."""
     names = h.env.settings_topology().names
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, fields)
-    worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}")
+    worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}", module=module)
     async with h.metered(f"the drain ({arm})", {"job worker": worker}):
         await _until_drained(h, jobs, f"flow drain ({arm})")
     await worker.stop()

@@ -1,4 +1,4 @@
-"""The ten scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The eleven scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -17,6 +17,8 @@ it started and returns table rows.
   retention loop pruning them and with their retention off, taking turns; what pruning costs the drain.
 - flow (bench/flow.py): the drain with its jobs spread over concurrency keys and without, taking turns; and how
   soon a slot a finished job frees is taken by the next job of its key.
+- noisy (bench/noisy.py): a client's 20,000-job backlog drained while another client submits a job a second:
+  the second's submit -> running, with fair turns and without, and the first's drain with and without it.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -32,6 +34,7 @@ from bench.flow import flow
 from bench.harness import Harness
 from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
+from bench.noisy import noisy
 from bench.overload import overload
 from bench.report import Row
 from bench.retention import retention
@@ -52,6 +55,7 @@ SCENARIOS: dict[str, Scenario] = {
     "metrics_cost": metrics_cost,
     "retention": retention,
     "flow": flow,
+    "noisy": noisy,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

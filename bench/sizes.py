@@ -26,6 +26,7 @@ class Sizes:
     cost_rounds: int  # rounds of each arm (metrics on, off) in the metrics-cost scenario
     prune_jobs: int  # finished jobs the retention scenario prunes beside each drain
     prune_rounds: int  # rounds of each arm (nothing pruned, pruning) in the retention scenario
+    noisy_jobs: int  # client A's backlog in the noisy-neighbour scenario
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
@@ -57,6 +58,7 @@ FULL = Sizes(
     cost_rounds=3,
     prune_jobs=100_000,
     prune_rounds=3,
+    noisy_jobs=20_000,
     scale_jobs=6000,
     scale_max_workers=4,
     soak_jobs=50_000,
@@ -84,6 +86,7 @@ QUICK = Sizes(
     cost_rounds=1,
     prune_jobs=5000,
     prune_rounds=1,
+    noisy_jobs=1000,
     scale_jobs=300,
     scale_max_workers=2,
     soak_jobs=1000,

@@ -204,12 +204,19 @@ class Broker:
 
     async def queue_depth(self, name: str) -> int | None:
         """Messages ready in a queue, by a passive declare on a channel of its own; None when unknown."""
+        counts = await self.queue_counts(name)
+        return None if counts is None else counts[0]
+
+    async def queue_counts(self, name: str) -> tuple[int, int] | None:
+        """A queue's messages ready and its consumers, by a passive declare on a channel of its own; None when
+        unknown."""
         if not self.is_up:
             return None
         channel = await self.connection.channel()
         try:
             queue = await channel.declare_queue(name, passive=True)
-            return queue.declaration_result.message_count
+            result = queue.declaration_result
+            return result.message_count or 0, result.consumer_count or 0
         except aio_pika.exceptions.AMQPError:
             return None
         finally:

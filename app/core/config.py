@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     every new job of its type), and between two passes that release the held jobs of types resumed since
     (docs/flow-control.md)."""
 
+    fair_share: int = Field(default=32, ge=0, le=100_000)
+    """Fair turns in a lane (docs/flow-control.md): the fewest of one client's jobs that wait in a lane at once; a
+    client's share is the larger of this and twice the lane's consumers, its other new jobs wait in the database
+    and go to the lane as its share drains. 0 turns fair turns off: a lane is then one queue in submission order."""
+
     db_pool_size: int = Field(default=10, ge=1)
     """Connections per database pool; the pool may open as many again as overflow (ignored for SQLite)."""
 

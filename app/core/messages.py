@@ -54,18 +54,19 @@ class JobMessage:
     timeout_seconds: float | None
     request_id: str | None
     keyed: bool = False  # it has a concurrency key or a rate key: admitted before its claim (workers/jobs/flow.py)
+    fair: bool = False  # its client had jobs waiting their turn: its claim releases the next (services/fairness.py)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "JobMessage":
-        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in ("job_id", "keyed")}
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in ("job_id", "keyed", "fair")}
         keyed = row.get("concurrency_key") is not None or row.get("rate_key") is not None
         return cls(job_id=row["id"], keyed=keyed, **fields)
 
     @classmethod
     def from_bytes(cls, body: bytes) -> "JobMessage":
         data = loads(body)
-        fields = {name: data.get(name) for name in cls.__dataclass_fields__ if name != "keyed"}
-        return cls(keyed=data.get("keyed") is True, **fields)
+        fields = {name: data.get(name) for name in cls.__dataclass_fields__ if name not in ("keyed", "fair")}
+        return cls(keyed=data.get("keyed") is True, fair=data.get("fair") is True, **fields)
 
     def to_bytes(self) -> bytes:
         return dumps(self.__dict__)

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.broker import Broker
 from app.core.config import Settings
 from app.core.database import make_engine
+from app.core.lane_shares import LaneShares
 from app.core.names import Names
 from app.core.recent_logs import RecentLogs
 from app.core.redaction import Redactor
@@ -28,6 +29,7 @@ class Resources:
     logs: RecentLogs
     redis_batch: RedisBatch  # the hot paths' commands, many callers' in one pipeline
     stores: Stores  # the database's, chosen for it once here
+    shares: LaneShares  # each lane's fair share of one client (docs/flow-control.md)
 
     @property
     def names(self) -> Names:
@@ -46,9 +48,11 @@ class Resources:
         logs.start()
         box = SecretBox(settings.secret_encryption_key)
         stores = open_stores(engine, topology.names, settings.lock_ttl_seconds, box)
-        return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis), stores)
+        shares = LaneShares(broker, topology.names, settings.fair_share)
+        return cls(settings, topology, engine, redis, broker, logs, RedisBatch(redis), stores, shares)
 
     async def close(self) -> None:
+        await self.shares.close()
         await self.broker.close()
         await self.logs.stop()
         await self.redis_batch.close()

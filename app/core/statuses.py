@@ -90,6 +90,7 @@ class HeldReason(StrEnum):
     PAUSED = "paused"  # its job type is paused
     CONCURRENCY = "concurrency"  # its concurrency key's slots are all taken
     RATE = "rate"  # its rate key's window has no start left
+    FAIR = "fair"  # its client has its share of the lane waiting already: it waits its turn
 
 
 class WorkerState(StrEnum):

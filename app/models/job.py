@@ -9,6 +9,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.models.base import Base
 from app.models.types import BigId, UTCDateTime
 
+# The predicates of the fair-turn indexes (stores/flow/fair.py), as the migration that made them wrote them.
+WAITING = "status IN ('pending', 'queued') AND held IS NULL"
+FAIR = "held = 'fair' AND status IN ('pending', 'queued')"
+
 
 class Job(Base):
     __tablename__ = "jobs"
@@ -108,6 +112,26 @@ class Job(Base):
                 mssql_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
             )
             for name, column in (("ix_jobs_concurrency", "concurrency_key"), ("ix_jobs_rate", "rate_key"))
+        ),
+        # Fair turns: a client's jobs in a lane now (counted at each submit), and those waiting their turn, in the
+        # order of their release. Partial: a job leaves the first as it is claimed and is in the second only while
+        # it waits its turn.
+        Index(
+            "ix_jobs_waiting",
+            "client_id",
+            "priority",
+            postgresql_where=text(WAITING),
+            sqlite_where=text(WAITING),
+            mssql_where=text(WAITING),
+        ),
+        Index(
+            "ix_jobs_fair",
+            "client_id",
+            "priority",
+            "created_at",
+            postgresql_where=text(FAIR),
+            sqlite_where=text(FAIR),
+            mssql_where=text(FAIR),
         ),
     )
 

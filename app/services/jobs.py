@@ -16,6 +16,7 @@ from app.models.rows import JobRow, TrailEntry, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
+from app.services.fairness import Fairness
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY
@@ -41,9 +42,10 @@ class JobService:
     idempotency: IdempotencyCache | None = None
     failpoints: Failpoints = field(default_factory=Failpoints)
     box: SecretBox = NO_KEY  # seals the credentials a payload holds
+    fairness: Fairness | None = None  # each client's turns in a lane (None: a lane is one queue)
 
     def __post_init__(self) -> None:
-        self.submitter = Submitter(self.store, self.outbox, self.failpoints)
+        self.submitter = Submitter(self.store, self.outbox, self.failpoints, self.fairness)
 
     async def submit(
         self, principal: Principal, request: JobOptions, request_id: str | None, reply_id: str | None = None
@@ -156,7 +158,7 @@ async def _outcomes(filed: Filed, known: dict[int, JobRow]) -> Outcomes:
     published = await filed.published()
     outcomes: Outcomes = {index: (row, Submitted.EXISTING) for index, row in {**known, **filed.repeats}.items()}
     for draft in filed.inserted:
-        if draft.scheduled:
+        if draft.waits:
             outcomes[draft.index] = (draft.job, Submitted.CREATED)  # saved is all it needs: it waits in the DB
         elif published.get(draft.job["id"]):
             outcomes[draft.index] = (as_queued(draft.job), Submitted.CREATED)

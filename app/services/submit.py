@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 from sqlalchemy import insert
@@ -34,8 +35,12 @@ from app.schemas.flow import flow_columns
 from app.schemas.job import JobOptions
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, sealed
+from app.stores.flow.fair import LaneRef
 from app.stores.jobs import JobStore, NewJobs
 from app.stores.outbox import Pending
+
+if TYPE_CHECKING:
+    from app.services.fairness import Fairness
 
 # RETURNING makes SQLAlchemy send a list of rows as one multi-row INSERT ("insertmanyvalues", paged to fit each
 # driver's parameter limit) rather than one statement per row, on every dialect.
@@ -77,6 +82,12 @@ class Draft:
     def scheduled(self) -> bool:
         """Saved to wait for its time: its outbox row is the `job.scheduled` event; the scheduler queues it."""
         return self.job["status"] == JobStatus.SCHEDULED
+
+    @property
+    def waits(self) -> bool:
+        """Saved to wait in the database, for its time or its client's turn (services/fairness.py): its outbox row
+        is an event, and saving it is all its submit needs."""
+        return self.scheduled or self.job["held"] is not None
 
 
 def new_drafts(
@@ -151,14 +162,16 @@ async def insert_drafts(store: JobStore, conn: AsyncConnection, drafts: Sequence
         {"job_id": d.job["id"], "event": TrailEvent.CREATED, "detail": trail, "created_at": d.job["created_at"]}
         for d in drafts
     ]
-    waits = {"from": str(JobStatus.PENDING), "to": str(JobStatus.SCHEDULED), "attempt": 0}
-    events += [
-        {"job_id": d.job["id"], "event": JobStatus.SCHEDULED, "detail": waits, "created_at": d.job["created_at"]}
-        for d in drafts
-        if d.scheduled
-    ]
-    # A job message's row queues its job once published; a scheduled job's row is an event, like any other.
-    owners = [None if d.scheduled else d.job["id"] for d in drafts]
+    for d in drafts:
+        job_id, to, at = d.job["id"], d.job["status"], d.job["created_at"]
+        if d.waits:  # pending -> scheduled, or pending -> queued and held for its turn
+            step = {"from": str(JobStatus.PENDING), "to": str(to), "attempt": 0}
+            events.append({"job_id": job_id, "event": to, "detail": step, "created_at": at})
+        if d.job["held"] is not None:
+            held = {"reason": d.job["held"]}
+            events.append({"job_id": job_id, "event": TrailEvent.HELD, "detail": held, "created_at": at})
+    # A job message's row queues its job once published; a waiting job's row is an event, like any other.
+    owners = [None if d.waits else d.job["id"] for d in drafts]
     return await store.save(conn, NewJobs([d.job for d in drafts], events, [d.message for d in drafts], owners))
 
 
@@ -210,11 +223,14 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
 class Submitter:
     """Saves requests' jobs, then publishes them: singles through one group commit, batches on their own."""
 
-    def __init__(self, store: JobStore, outbox: Outbox, failpoints: Failpoints | None = None) -> None:
+    def __init__(
+        self, store: JobStore, outbox: Outbox, failpoints: Failpoints | None = None, fairness: "Fairness | None" = None
+    ) -> None:
         self._store = store
         self._outbox = outbox
         self._failpoints = failpoints or Failpoints()
-        self._publishing: set[asyncio.Task[Published]] = set()
+        self._fairness = fairness
+        self._publishing: set[asyncio.Task[Any]] = set()
         self.commit: GroupCommit[list[Draft], Filed] = GroupCommit(
             "submits", self._flush, MAX_SUBMITS_PER_COMMIT, systemic=is_unreachable
         )
@@ -231,14 +247,33 @@ class Submitter:
         fresh = [draft for one in filed for draft in one.inserted]
         if not fresh:
             return filed
+        refill: list[LaneRef] = []
+        if self._fairness is not None:  # each client's jobs beyond its share of a lane wait their turn
+            fresh, refill = await self._fairness.admit(fresh)
+            turned = {draft.job["id"]: draft for draft in fresh}
+            filed = [replace(one, inserted=[turned[d.job["id"]] for d in one.inserted]) for one in filed]
         async with self._store.one_transaction() as conn:  # on PostgreSQL the save is one statement
             staged = await insert_drafts(self._store, conn, fresh)
         self._failpoints.hit(Failpoint.AFTER_SUBMIT_COMMIT)
         metrics.count_submitted((d.job["job_type"], d.job["client_id"], d.job["priority"]) for d in fresh)
         task = asyncio.create_task(self._publish(list(zip(fresh, staged, strict=True))), name="submit-publish")
+        self._track(task)
+        if refill:
+            self._track(asyncio.create_task(self._refill(task, refill), name="submit-refill"))
+        return [replace(one, publishing=task) for one in filed]
+
+    def _track(self, task: "asyncio.Task[Any]") -> None:
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)
-        return [replace(one, publishing=task) for one in filed]
+
+    async def _refill(self, publishing: "asyncio.Task[Published]", refill: list["LaneRef"]) -> None:
+        """After the flush's own messages: the older jobs of its clients that wait their turn and have room."""
+        await asyncio.gather(publishing, return_exceptions=True)
+        assert self._fairness is not None
+        try:
+            await self._fairness.release(refill)
+        except Exception as exc:  # the held_release sweep releases them within a pass
+            logger.warning("releasing jobs waiting their turn failed; the held_release loop will: {}", exc)
 
     async def _publish(self, saved: list[tuple[Draft, Pending]]) -> Published:
         try:
@@ -246,7 +281,7 @@ class Submitter:
         except Exception:  # the rows are committed: whatever went wrong here, the relay publishes them
             logger.exception("publishing {} saved job(s) failed", len(saved))
             confirmed = [False] * len(saved)
-        unconfirmed = sum(1 for (draft, _), ok in zip(saved, confirmed, strict=True) if not ok and not draft.scheduled)
+        unconfirmed = sum(1 for (draft, _), ok in zip(saved, confirmed, strict=True) if not ok and not draft.waits)
         if unconfirmed:
             logger.warning("{} job(s) saved as pending, the relay will publish them", unconfirmed)
         return {draft.job["id"]: ok for (draft, _), ok in zip(saved, confirmed, strict=True)}

@@ -20,7 +20,8 @@ from app.stores.deliveries.portable import PortableDeliveries
 from app.stores.deliveries.postgres import PgDeliveries
 from app.stores.endpoints import EndpointStore
 from app.stores.endpoints.sql import SqlEndpoints
-from app.stores.flow import FlowStore
+from app.stores.flow import FairStore, FlowStore
+from app.stores.flow.fair import SqlFairness
 from app.stores.flow.sql import SqlFlow
 from app.stores.job_types import JobTypeStore
 from app.stores.job_types.sql import SqlJobTypes
@@ -46,6 +47,7 @@ class Stores:
     artifacts: ArtifactStore
     job_types: JobTypeStore
     flow: FlowStore
+    fair: FairStore
     connections: PgConnections | None = None  # PostgreSQL's kept autocommit connections
 
     async def close(self) -> None:
@@ -65,8 +67,10 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
         flow = SqlFlow(engine, names, pg_outbox, lease_seconds)
-        return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, flow, connections)
+        fair = SqlFairness(engine, names, pg_outbox)
+        return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, flow, fair, connections)
     outbox = PortableOutbox(engine)
     jobs = PortableJobs(engine, names, outbox, lease_seconds)
     flow = SqlFlow(engine, names, outbox, lease_seconds)
-    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), *rows, flow)
+    fair = SqlFairness(engine, names, outbox)
+    return Stores(jobs, outbox, PortableDeliveries(engine, names, outbox, jobs, box), *rows, flow, fair)

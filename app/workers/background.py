@@ -16,6 +16,7 @@ from app.core.breaker import BreakerState
 from app.core.database import is_unreachable
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
+from app.services.fairness import fairness
 from app.services.flow import release_throttled
 from app.services.job_types import release_held
 from app.services.outbox import Outbox
@@ -182,10 +183,12 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
 
 
 async def _release_waiting(resources: Resources, outbox: Outbox) -> None:
-    """Held jobs whose reason has passed sent to their lanes: a resumed type's, and throttled ones."""
+    """Held jobs whose reason has passed sent to their lanes: a resumed type's, throttled ones, and those waiting
+    their client's turn whose share has room."""
     stores = resources.stores
     await release_held(stores.jobs, stores.job_types, outbox)
     await release_throttled(stores.flow, outbox)
+    await fairness(resources, outbox).release(None)
 
 
 async def _republish_overdue(resources: Resources) -> None:

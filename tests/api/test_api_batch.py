@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.config import Settings
 from app.core.names import Lane
 from app.main import create_app
 from app.models.tables import JOBS
@@ -18,6 +19,12 @@ from tests.local.private_services import PrivateRabbit
 from tests.support import Api, BrokerProbe, api_with, rabbitmq_stopped, trail, until_status, wait_for
 
 BATCH = "/api/v1/jobs/batch"
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """A batch within its client's share of each lane: fair turns hold none of it (tests/api/test_fair_turns.py)."""
+    return make_settings(fair_share=1000)
 
 
 def echo(n: int, **fields: Any) -> dict[str, Any]:

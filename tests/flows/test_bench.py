@@ -25,6 +25,7 @@ SCENARIOS = (
     "metrics_cost",
     "retention",
     "flow",
+    "noisy",
     "overload",
     "scaling",
     "soak",
@@ -66,6 +67,7 @@ def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_f
     assert scenarios.QUICK.slow_rate > 0 and scenarios.FULL.slow_rate > 0
     assert 0 < scenarios.QUICK.scale_jobs <= scenarios.FULL.scale_jobs
     assert 0 < scenarios.QUICK.prune_jobs <= scenarios.FULL.prune_jobs
+    assert 0 < scenarios.QUICK.noisy_jobs <= scenarios.FULL.noisy_jobs
     assert 1 < scenarios.QUICK.scale_max_workers <= scenarios.FULL.scale_max_workers
 
 

@@ -3,11 +3,13 @@ before its claim, under its keys' row locks: granted a slot (and a start of its 
 usual claim; otherwise it is held in the database with its reason, its message acked, and released, oldest first,
 as a slot or its window frees. One SQL implementation serves every database."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
+from app.core.names import Lane
+from app.stores.flow.fair import LaneRef, LaneState
 from app.stores.outbox import Pending
 
 
@@ -52,3 +54,13 @@ class FlowStore(Protocol):
 
     async def counts(self, client_id: str, key: str) -> KeyCounts:
         """One client's concurrency key: how many of its jobs run (or hold a slot) and how many wait for one."""
+
+
+class FairStore(Protocol):
+    async def lanes(self, refs: Sequence[LaneRef], cap: int) -> dict[LaneRef, LaneState]:
+        """Each client's jobs in a lane now (counted up to `cap`), and whether others wait their turn."""
+
+    async def release(self, refs: Sequence[LaneRef] | None, share: Callable[[Lane], int]) -> list[Pending]:
+        """Release, oldest first, as many of each client's jobs waiting their turn in a lane as its `share` of the
+        lane has room for (None: every client with jobs waiting their turn), their lane messages staged in the same
+        transaction, to publish."""

@@ -5,6 +5,7 @@ Neither is a status change: a held job keeps its status (pending, queued, retryi
 run out, its worker dead) and its seq."""
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy import ColumnElement, Update, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -100,9 +101,14 @@ async def take_released(conn: AsyncConnection, job_types: Sequence[str], limit: 
     return [job_row(row._mapping) for row in await conn.execute(release_statement(job_types, limit))]
 
 
-def lane_messages(names: Names, jobs: list[JobRow]) -> list[Outgoing]:
-    """The lane message of each released job (a retry's with its attempts so far, as the relay's net sends it)."""
+def lane_messages(names: Names, jobs: list[JobRow], fair: bool = False) -> list[Outgoing]:
+    """The lane message of each released job (a retry's with its attempts so far, as the relay's net sends it);
+    `fair`: released in its client's turn, so its claim releases the next (stores/flow/fair.py)."""
     return [
-        job_outgoing(names, JobMessage.from_row(job), job["attempts"] if job["status"] == JobStatus.RETRYING else 0)
+        job_outgoing(
+            names,
+            replace(JobMessage.from_row(job), fair=fair),
+            job["attempts"] if job["status"] == JobStatus.RETRYING else 0,
+        )
         for job in jobs
     ]

@@ -27,6 +27,7 @@ from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services import job_log
 from app.services.artifacts import artifact_service
+from app.services.fairness import fairness
 from app.services.job_type_breakers import job_type_breakers
 from app.services.outbox import Outbox
 from app.stores.outbox import Pending
@@ -42,6 +43,7 @@ from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeede
 from app.workers.jobs.replies import JobReplies
 from app.workers.jobs.runner import run_attempt, run_sealed
 from app.workers.jobs.tools import SharedTools
+from app.workers.jobs.turns import Turns
 from app.workers.reports import WorkerReport
 from app.workers.retry_policy import DeadLetter, decide, error_of
 from app.workers.tiers import int_header, to_tier
@@ -67,6 +69,7 @@ class JobWorker:
         self.locks = JobLocks(self.resources.redis, round(settings.lock_ttl_seconds * 1000))
         failpoints = Failpoints.parse(settings.failpoints)
         self.holds = Holds.of(self.resources, self.outbox)
+        self.turns = Turns(fairness(self.resources, self.outbox))
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
         self.batches.finished = self.holds.admissions.finished
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
@@ -111,6 +114,7 @@ class JobWorker:
         self.batches.reopen()
         self._heartbeat = asyncio.create_task(self.leases.run(), name=f"{self.name}-heartbeat")
         await self.holds.start()  # the paused types read before the first message
+        self.turns.start()
         await self.group.start()
 
     async def stop(self, grace: float | None = None) -> None:
@@ -119,6 +123,7 @@ class JobWorker:
         await self.replies.close()
         await self.batches.close()
         await self.holds.stop()
+        await self.turns.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -144,6 +149,7 @@ class JobWorker:
             await self._defer(message, job_message, wait)
             return
         verdict, lock = await self._claim(job_message.job_id)
+        self.turns.claimed(job_message)  # it left its lane, whatever the claim decided
         if circuit.probe and not isinstance(verdict, Claimed):
             await self.breakers.release_probe(job_message.job_type)
         match verdict:
