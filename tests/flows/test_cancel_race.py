@@ -39,8 +39,8 @@ async def test_cancelling_right_after_submitting_always_cancels(api: Api, db: As
         events = [e["event"] for e in await trail(api, headers, job_id)]
         # Cancelled from pending (before the confirmation), from queued (after it), or while it waited its turn
         # (50 jobs of one client and no worker: all but its share of the lane): never anything after.
-        turns = (["created", "cancelled"], ["created", "queued", "cancelled"], ["created", "queued", "held", "cancelled"])
-        assert events in turns, events
+        turns = (["created"], ["created", "queued"], ["created", "queued", "held"])
+        assert events in [[*before, "cancelled"] for before in turns], events
 
 
 async def test_a_cancel_that_loses_its_compare_and_set_to_the_confirmation_reads_again(
