@@ -70,11 +70,13 @@ class Fairness:
     def _room(self, ref: LaneRef, state: LaneState) -> int:
         return max(0, self.shares.share(ref.lane) - state.in_lane)
 
-    async def release(self, refs: Sequence[LaneRef] | None) -> int:
-        """Release the jobs waiting their turn that their lanes' shares have room for (None: every client's), then
-        publish them (what the broker does not confirm, the relay sends)."""
+    async def release(self, refs: Sequence[LaneRef] | None, least: float = 0.0) -> int:
+        """Release the jobs waiting their turn that their lanes' shares have room for (None: every client's), when
+        the room is at least `least` of the share, then publish them (what the broker does not confirm, the relay
+        sends)."""
         # With fair turns off, jobs that waited their turn before go to their lanes a batch a pass.
-        staged = await self.store.release(refs, self.shares.share if self.shares.on else lambda _: OFF_BATCH)
+        share = self.shares.share if self.shares.on else lambda _: OFF_BATCH
+        staged = await self.store.release(refs, share, least)
         await self.outbox.publish(staged)
         if refs is None and staged:
             logger.info("released {} job(s) waiting their turn to their lanes", len(staged))

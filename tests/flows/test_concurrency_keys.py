@@ -1,7 +1,9 @@
 """A concurrency key across worker processes, one of them killed with SIGKILL midway: its runs never overlap more
 than the key's limit, every job succeeds once, and no slot or hold is left on the key once they are done (the
-dead worker's slots free as its leases run out)."""
+dead worker's slots free as its leases run out). A rate key of 10 a second over 100 jobs: no more than 10 start
+in any second, none fails."""
 
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,41 @@ async def test_a_keys_limit_holds_across_two_workers_one_killed_midway(
     async with db.connect() as conn:
         left = select(func.count()).where(JOBS.c.id.in_([j["id"] for j in jobs]), JOBS.c.held.is_not(None))
         assert (await conn.execute(left)).scalar_one() == 0
+
+
+RATE_JOBS, RATE = 100, 10
+
+
+def most_in_a_window(stamps: list[datetime], seconds: float) -> int:
+    """The most of `stamps` in any half-open window of `seconds`."""
+    stamps = sorted(stamps)
+    width = timedelta(seconds=seconds)
+    return max(sum(1 for later in stamps[i:] if later - first < width) for i, first in enumerate(stamps))
+
+
+async def test_a_rate_key_of_ten_a_second_starts_at_most_ten_in_any_second_and_fails_none(
+    api: Api, db: AsyncEngine, tmp_path: Path
+) -> None:
+    headers = await api.new_client("flow-rate-100")
+    item = {
+        "job_type": "echo",
+        "payload": {"n": 1},
+        "rate_limit": {"key": "partner", "limit": RATE, "period_seconds": 1},
+    }
+    answer = await api.client.post("/api/v1/jobs/batch", json={"jobs": [item] * RATE_JOBS}, headers=headers)
+    assert answer.status_code in (200, 201), answer.text
+    jobs = [entry["job"] for entry in answer.json()["items"]]
+
+    with app_process(["worker", "jobs"], settings_env(make_settings(job_consumers_default=8)), tmp_path / "w.log"):
+        done = [await until_status(api, headers, job["id"], 120) for job in jobs]
+    assert [job["status"] for job in done] == ["succeeded"] * RATE_JOBS
+
+    async with db.connect() as conn:
+        query = select(JOBS.c.granted_at, JOBS.c.started_at).where(JOBS.c.client_id == "flow-rate-100")
+        rows = (await conn.execute(query)).all()
+    granted, started = [row.granted_at for row in rows], [row.started_at for row in rows]
+    # The window's own record: each job's grant, stamped in the transaction that counted its window.
+    assert None not in granted and most_in_a_window(granted, 1.0) == RATE
+    # As the jobs show it, stamped at their claims a moment after their grants: 10 a second, give or take that moment.
+    assert most_in_a_window(started, 0.9) <= RATE
+    assert (max(started) - min(started)).total_seconds() >= (RATE_JOBS / RATE - 1) * 0.9

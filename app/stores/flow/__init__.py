@@ -60,7 +60,9 @@ class FairStore(Protocol):
     async def lanes(self, refs: Sequence[LaneRef], cap: int) -> dict[LaneRef, LaneState]:
         """Each client's jobs in a lane now (counted up to `cap`), and whether others wait their turn."""
 
-    async def release(self, refs: Sequence[LaneRef] | None, share: Callable[[Lane], int]) -> list[Pending]:
+    async def release(
+        self, refs: Sequence[LaneRef] | None, share: Callable[[Lane], int], least: float = 0.0
+    ) -> list[Pending]:
         """Release, oldest first, as many of each client's jobs waiting their turn in a lane as its `share` of the
-        lane has room for (None: every client with jobs waiting their turn), their lane messages staged in the same
-        transaction, to publish."""
+        lane has room for (None: every client with jobs waiting their turn), when the room is at least `least` of
+        the share, their lane messages staged in the same transaction, to publish."""

@@ -10,7 +10,19 @@ room, so a lane holds at most a few shares of a client at once, never its whole 
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, literal, select, union_all, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    literal_column,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import LANE_PRIORITIES, Lane, Names, lane_of
@@ -22,12 +34,19 @@ from app.stores.jobs.holds import lane_messages
 from app.stores.outbox import OutboxStore, Pending
 
 C = JOBS.c
-FAIR = str(HeldReason.FAIR)
-_WAITING_STATUSES = [str(JobStatus.PENDING), str(JobStatus.QUEUED)]
-# A job in its lane's queue (or on its way there, or delivered and not claimed yet): the partial index's rows.
+
+
+def _sql(value: str) -> ColumnElement[str]:
+    """A constant written into the statement, not bound: a partial index's predicate matches only constants (a
+    prepared statement's generic plan cannot prove that a bound value satisfies it, and scans the table)."""
+    return literal_column(f"'{value}'")
+
+
+_WAITING_STATUSES = [_sql(JobStatus.PENDING), _sql(JobStatus.QUEUED)]
+# A job in its lane's queue (or on its way there, or delivered and not claimed yet): ix_jobs_waiting's rows.
 IN_LANE = and_(C.status.in_(_WAITING_STATUSES), C.held.is_(None))
-# A job waiting its turn in the database.
-WAITS_TURN = and_(C.held == FAIR, C.status.in_(_WAITING_STATUSES))
+# A job waiting its turn in the database: ix_jobs_fair's rows.
+WAITS_TURN = and_(C.held == _sql(HeldReason.FAIR), C.status.in_(_WAITING_STATUSES))
 
 
 class LaneRef(NamedTuple):
@@ -92,9 +111,14 @@ class SqlFairness:
     async def lanes(self, refs: Sequence[LaneRef], cap: int) -> dict[LaneRef, LaneState]:
         """See FairStore.lanes."""
         async with self.engine.connect() as conn:
-            return await lane_states(conn, refs, cap)
+            return await self.states(conn, refs, cap)
 
-    async def release(self, refs: Sequence[LaneRef] | None, share: Callable[[Lane], int]) -> list[Pending]:
+    async def states(self, conn: AsyncConnection, refs: Sequence[LaneRef], cap: int) -> dict[LaneRef, LaneState]:
+        return await lane_states(conn, refs, cap)
+
+    async def release(
+        self, refs: Sequence[LaneRef] | None, share: Callable[[Lane], int], least: float = 0.0
+    ) -> list[Pending]:
         """See FairStore.release."""
         async with self.engine.begin() as conn:
             if refs is None:
@@ -102,9 +126,9 @@ class SqlFairness:
                 refs = sorted({LaneRef(row.client_id, lane_of(row.priority)) for row in backlogs})
             cap = max((share(ref.lane) for ref in refs), default=0)
             released: list[JobRow] = []
-            for ref, state in (await lane_states(conn, refs, cap)).items():
+            for ref, state in (await self.states(conn, refs, cap)).items():
                 room = share(ref.lane) - state.in_lane
-                if state.backlog and room > 0:
+                if state.backlog and room >= max(1, int(least * share(ref.lane))):
                     released += await _take_turns(conn, ref, room)
             return await self.outbox.stage(conn, lane_messages(self.names, released, fair=True))
 

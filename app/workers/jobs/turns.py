@@ -1,6 +1,8 @@
 """The job worker's side of fair turns (docs/flow-control.md): a claimed job whose message says its client has jobs
 waiting their turn frees room in its client's share of the lane, so a releaser task sends the next of them, many
-claims' releases in one transaction. The `held_release` loop of every process sweeps what this misses."""
+claims' releases in one transaction, once a quarter of the share has room (a release's statements are paid for
+a few jobs at once; the three quarters left keep every consumer busy meanwhile). The `held_release` loop of every
+process sweeps what this misses."""
 
 import asyncio
 import contextlib
@@ -12,6 +14,8 @@ from app.core.messages import JobMessage
 from app.core.names import lane_of
 from app.services.fairness import Fairness
 from app.stores.flow.fair import LaneRef
+
+LEAST = 0.25  # of the share: the room a release waits for
 
 
 @dataclass
@@ -36,7 +40,7 @@ class Turns:
             if not lanes:
                 continue
             try:
-                await self.fairness.release(lanes)
+                await self.fairness.release(lanes, LEAST)
             except Exception as exc:  # the sweep of every process releases them within a pass
                 logger.warning("releasing jobs waiting their turn failed; the held_release loop will: {}", exc)
 
