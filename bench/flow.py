@@ -4,15 +4,24 @@ Each round drains the same N pre-loaded echo jobs with one job worker (C = 32) t
 without keys, once spread over 100 concurrency keys of limit 5 (job n has key n mod 100), so at most 500 may run at
 once and the limit never binds below C: the figure is the admission's cost, not the limit's; and once without keys
 by the service with flow control's code path off (bench/flow_off.py): what the feature costs jobs that do not use
-it. Then the handoff: 200 jobs
+it. Two arms of whole-process drains this short differ by more than that between their own rounds, so the checks
+a job without keys pays are also timed in-process, beside the job worker's CPU per job. Then the handoff: 200 jobs
 over 10 keys of limit 1, each key's jobs one after another; for each job after a key's first, its `started_at`
 minus the previous job's `finished_at` (both stamped by the worker): a slot freed -> the next job of the key
 running, through its release, the outbox and its lane.
 """
 
+import time
 from statistics import median
-from typing import Any
+from typing import Any, cast
 
+from app.core.messages import JobMessage
+from app.services.fairness import Fairness
+from app.stores.job_types import JobTypeStore
+from app.stores.jobs import JobStore
+from app.workers.jobs.flow import Admissions
+from app.workers.jobs.holds import Holds, PausedTypes
+from app.workers.jobs.turns import Turns
 from bench.harness import CLIENT_ID, Harness
 from bench.preload import Fields, preload
 from bench.procs import until
@@ -25,6 +34,7 @@ KEYS, LIMIT = 100, 5
 HANDOFF_JOBS, HANDOFF_KEYS = 200, 10
 TARGET_DRAIN = 0.8  # keyed / keyless
 TARGET_UNUSED = 0.95  # keyless / keyless with flow control's code path off
+CHECKS = 100_000
 TARGET_HANDOFF_MS = 20.0  # p50
 
 
@@ -55,9 +65,13 @@ FROM jobs WHERE client_id = $1 AND status = 'succeeded'
 async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("flow", job_consumers_default=CONSUMERS)
     rates: dict[str, list[float]] = {arm: [] for arm, _, _ in ARMS}
+    cpu: dict[str, list[float]] = {arm: [] for arm, _, _ in ARMS}
     for round_ in range(sizes.cost_rounds):
         for arm, fields, module in ARMS if round_ % 2 == 0 else reversed(ARMS):
-            rates[arm].append(await _drain(h, sizes.drain_jobs, arm, fields, module))
+            rate, us = await _drain(h, sizes.drain_jobs, arm, fields, module)
+            rates[arm].append(rate)
+            cpu[arm].append(us)
+    checks, job_us = await _checks_us(), median(cpu["keyless"])
     keyless, keyed, off = median(rates["keyless"]), median(rates["keyed"]), median(rates["off"])
     share, unused = ratio(keyed, keyless, 3), ratio(keyless, off, 3)
     spread = max(max(arm) - min(arm) for arm in rates.values())
@@ -78,6 +92,15 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
             f"{num(unused, 3)} x",
             f"≥ {TARGET_UNUSED} x off",
             unused is not None and unused >= TARGET_UNUSED,
+        ),
+        Row(
+            "flow",
+            "flow control's checks of a job without keys, µs per job, in-process",
+            num(checks, 2),
+            f"job-worker CPU per job {num(job_us, 1)} (keyless drain)",
+            f"{num(checks / job_us, 4)} x",
+            f"≤ {1 - TARGET_UNUSED:g} x the job's CPU",
+            checks <= (1 - TARGET_UNUSED) * job_us,
         ),
         Row(
             "flow",
@@ -102,17 +125,34 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     ]
 
 
-async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module: str) -> float:
-    """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s."""
+async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module: str) -> tuple[float, float]:
+    """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s, and its CPU per job in µs."""
     names = h.env.settings_topology().names
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, fields)
     worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}", module=module)
-    async with h.metered(f"the drain ({arm})", {"job worker": worker}):
+    started = time.perf_counter()
+    async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores:
         await _until_drained(h, jobs, f"flow drain ({arm})")
+    took = time.perf_counter() - started
     await worker.stop()
     row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
-    return float(row["n"] / max((row["last"] - row["first"]).total_seconds(), 1e-6))
+    return float(row["n"] / max((row["last"] - row["first"]).total_seconds(), 1e-6)), cores[
+        "job worker"
+    ] * took / jobs * 1e6
+
+
+async def _checks_us() -> float:
+    """µs of flow control's checks of one message of a job without keys, in-process, with the worker's own
+    objects: the paused-type lookup and the key flag (`Holds.held`), and the turn flag (`Turns.claimed`)."""
+    holds = Holds(cast(JobStore, None), PausedTypes(cast(JobTypeStore, None), 1.0), cast(Admissions, None))
+    turns = Turns(cast(Fairness, None))
+    message = JobMessage("id", "echo", CLIENT_ID, {}, 5, 3, None, None)
+    started = time.perf_counter()
+    for _ in range(CHECKS):
+        assert not await holds.held(message)
+        turns.claimed(message)
+    return (time.perf_counter() - started) / CHECKS * 1e6
 
 
 async def _handoffs(h: Harness) -> list[float]:

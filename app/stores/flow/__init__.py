@@ -28,6 +28,7 @@ class Admission:
     held: set[str] = field(default_factory=set)
     staged: list[Pending] = field(default_factory=list)
     next_window: datetime | None = None  # the earliest time a job it held for its rate window may start
+    held_keys: set["KeyRef"] = field(default_factory=set)  # the concurrency keys of the jobs it held
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,8 @@ class SqlFlow:
             freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, len(todo))
             staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
         windows = [hold.until for hold in held.values() if hold.until is not None]
-        return Admission(set(held), staged, min(windows, default=None))
+        keys = {KeyRef(j["client_id"], j["concurrency_key"]) for j in todo if j["id"] in held and j["concurrency_key"]}
+        return Admission(set(held), staged, min(windows, default=None), keys)
 
     async def _admit_plain(
         self, conn: AsyncConnection, jobs: list[JobRow], now: datetime
@@ -110,7 +111,9 @@ class SqlFlow:
         """See FlowStore.release."""
         now = utcnow()
         async with self.engine.connect() as conn:  # most passes find nothing: reads, not a write transaction
-            refs = sorted(set(keys)) if keys is not None else await held_keys(conn, limit)
+            # Only keys with held jobs take their locks: a run's end seldom has a job of its key waiting, and an
+            # admission that holds one meanwhile asks for a release itself once it commits (workers/jobs/flow.py).
+            refs = [] if keys is not None and not keys else await held_keys(conn, limit, keys)
             windows = await conn.execute(select(C.id).where(C.held == str(RATE), C.held_until <= now).limit(1))
             window_due = windows.first() is not None
         released, staged = 0, []

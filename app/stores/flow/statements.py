@@ -107,8 +107,8 @@ async def window_of(conn: AsyncConnection, job: JobRow, now: datetime) -> dateti
     return recent[-1] + period if len(recent) >= limit else None
 
 
-async def held_keys(conn: AsyncConnection, limit: int) -> list[KeyRef]:
-    """Concurrency keys with held jobs (the level-triggered release's sweep)."""
+async def held_keys(conn: AsyncConnection, limit: int, among: Iterable[KeyRef] | None = None) -> list[KeyRef]:
+    """Concurrency keys with held jobs (the level-triggered release's sweep); `among`: of these keys alone."""
     query = (
         select(C.client_id, C.concurrency_key)
         .where(C.held == str(CONCURRENCY), C.finished_at.is_(None))
@@ -116,6 +116,8 @@ async def held_keys(conn: AsyncConnection, limit: int) -> list[KeyRef]:
         .order_by(C.client_id, C.concurrency_key)
         .limit(limit)
     )
+    if among is not None:
+        query = query.where(match_keys(among))
     return [KeyRef(row.client_id, row.concurrency_key) for row in await conn.execute(query)]
 
 

@@ -47,6 +47,9 @@ class Admissions:
     async def _admit(self, job_ids: list[str]) -> list[bool]:
         admission = await self.store.admit(list(dict.fromkeys(job_ids)))
         self.outbox.publish_soon(admission.staged)
+        if admission.held_keys:  # a run of their key may have ended while this held them: look again, now
+            self._keys |= admission.held_keys
+            self._wake.set()
         if admission.next_window is not None:
             self._expect(admission.next_window)
         return [job_id in admission.held for job_id in job_ids]
