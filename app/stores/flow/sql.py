@@ -62,30 +62,23 @@ class SqlFlow:
             todo = [j for j in todo if key_locks(j)]
             if not todo:
                 return Admission()
-            held, staged = await self._admit_todo(conn, todo, now)
+            await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
+            plain = [job for job in todo if job["rate_key"] is None]
+            held, room = await self._admit_plain(conn, plain, now)
+            for job in todo:
+                if job["rate_key"] is None:
+                    continue
+                hold = await self._decide(conn, job, now, ordered=True)
+                if hold is None:
+                    await self._grant(conn, job, now)
+                elif await self._hold(conn, job, hold, now):
+                    held[job["id"]] = hold
+                    room.add(KeyRef(job["client_id"], job["concurrency_key"] or ""))
+            freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, len(todo))
+            staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
         windows = [hold.until for hold in held.values() if hold.until is not None]
         keys = {KeyRef(j["client_id"], j["concurrency_key"]) for j in todo if j["id"] in held and j["concurrency_key"]}
         return Admission(set(held), staged, min(windows, default=None), keys)
-
-    async def _admit_todo(
-        self, conn: AsyncConnection, todo: list[JobRow], now: datetime
-    ) -> tuple[dict[str, Hold], list[Pending]]:
-        """Admit these jobs (ready, keyed, oldest first) under their keys' locks: the jobs held, and the lane
-        messages of older held jobs released meanwhile."""
-        await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
-        plain = [job for job in todo if job["rate_key"] is None]
-        held, room = await self._admit_plain(conn, plain, now)
-        for job in todo:
-            if job["rate_key"] is None:
-                continue
-            hold = await self._decide(conn, job, now, ordered=True)
-            if hold is None:
-                await self._grant(conn, job, now)
-            elif await self._hold(conn, job, hold, now):
-                held[job["id"]] = hold
-                room.add(KeyRef(job["client_id"], job["concurrency_key"] or ""))
-        freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, len(todo))
-        return held, await self.outbox.stage(conn, lane_messages(self.names, freed))
 
     async def _admit_plain(
         self, conn: AsyncConnection, jobs: list[JobRow], now: datetime
