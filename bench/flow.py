@@ -132,7 +132,7 @@ async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module:
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, fields)
     worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}", module=module)
     started = time.perf_counter()
-    async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores:
+    async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores, h.profiled(f"flow-{arm}", worker):
         await _until_drained(h, jobs, f"flow drain ({arm})")
     took = time.perf_counter() - started
     await worker.stop()
