@@ -9,6 +9,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.models.base import Base
 from app.models.types import BigId, UTCDateTime
 
+
+def partial_index(name: str, where: str, *columns: str, unique: bool = False) -> Index:
+    """An index of the rows that satisfy `where`, on every dialect (PostgreSQL's and SQLite's partial index,
+    MSSQL's filtered index)."""
+    predicate = text(where)
+    return Index(
+        name, *columns, unique=unique, postgresql_where=predicate, sqlite_where=predicate, mssql_where=predicate
+    )
+
+
 # The predicates of the fair-turn indexes (stores/flow/fair.py), as the migration that made them wrote them.
 WAITING = "status IN ('pending', 'queued') AND held IS NULL"
 FAIR = "held = 'fair' AND status IN ('pending', 'queued')"
@@ -66,73 +76,29 @@ class Job(Base):
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
-        Index(
-            "uq_jobs_client_idempotency",
-            "client_id",
-            "idempotency_key",
-            unique=True,
-            postgresql_where=text("idempotency_key IS NOT NULL"),
-            sqlite_where=text("idempotency_key IS NOT NULL"),
-            mssql_where=text("idempotency_key IS NOT NULL"),
+        partial_index(
+            "uq_jobs_client_idempotency", "idempotency_key IS NOT NULL", "client_id", "idempotency_key", unique=True
         ),
         Index("ix_jobs_client_created", "client_id", "created_at", "id"),
         Index("ix_jobs_created", "created_at", "id"),
         Index("ix_jobs_status_next", "status", "next_attempt_at"),
         # Retention's scan for jobs finished long ago. Partial, so that only the change that finishes a job adds
         # an entry: the other status changes of the hot path do not write to it.
-        Index(
-            "ix_jobs_status_finished",
-            "status",
-            "finished_at",
-            postgresql_where=text("finished_at IS NOT NULL"),
-            sqlite_where=text("finished_at IS NOT NULL"),
-            mssql_where=text("finished_at IS NOT NULL"),
-        ),
+        partial_index("ix_jobs_status_finished", "finished_at IS NOT NULL", "status", "finished_at"),
         # The release's scan for held jobs whose reason has passed, oldest first within a type. Partial, so the
         # hot path's changes of jobs that are not held never write to it.
-        Index(
-            "ix_jobs_held",
-            "held",
-            "job_type",
-            "created_at",
-            postgresql_where=text("held IS NOT NULL"),
-            sqlite_where=text("held IS NOT NULL"),
-            mssql_where=text("held IS NOT NULL"),
-        ),
+        partial_index("ix_jobs_held", "held IS NOT NULL", "held", "job_type", "created_at"),
         # A key's unfinished jobs, oldest first: its running count, its held jobs' release order. Partial: keyless
         # and finished jobs are not in them.
         *(
-            Index(
-                name,
-                "client_id",
-                column,
-                "created_at",
-                postgresql_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
-                sqlite_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
-                mssql_where=text(f"{column} IS NOT NULL AND finished_at IS NULL"),
-            )
+            partial_index(name, f"{column} IS NOT NULL AND finished_at IS NULL", "client_id", column, "created_at")
             for name, column in (("ix_jobs_concurrency", "concurrency_key"), ("ix_jobs_rate", "rate_key"))
         ),
         # Fair turns: a client's jobs in a lane now (counted at each submit), and those waiting their turn, in the
         # order of their release. Partial: a job leaves the first as it is claimed and is in the second only while
         # it waits its turn.
-        Index(
-            "ix_jobs_waiting",
-            "client_id",
-            "priority",
-            postgresql_where=text(WAITING),
-            sqlite_where=text(WAITING),
-            mssql_where=text(WAITING),
-        ),
-        Index(
-            "ix_jobs_fair",
-            "client_id",
-            "priority",
-            "created_at",
-            postgresql_where=text(FAIR),
-            sqlite_where=text(FAIR),
-            mssql_where=text(FAIR),
-        ),
+        partial_index("ix_jobs_waiting", WAITING, "client_id", "priority"),
+        partial_index("ix_jobs_fair", FAIR, "client_id", "priority", "created_at"),
     )
 
 
