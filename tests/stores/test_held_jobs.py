@@ -173,6 +173,31 @@ async def test_the_release_waits_for_the_resume_then_stages_each_lane_message(en
     assert await stores.jobs.release([job_type], 200) == ([], [])  # released once
 
 
+async def test_a_release_takes_at_most_its_limit_oldest_first(engine: AsyncEngine) -> None:
+    """As the subquery of an UPDATE, a `LIMIT ... SKIP LOCKED` read may be run again for the rows the UPDATE has
+    changed: the release then took every held job of the type, whatever its limit."""
+    stores = stores_for(engine, NAMES)
+    job_type = await paused_type(stores)
+    base = datetime.now(UTC)
+    ids = await add(
+        engine,
+        *(
+            make_job(job_type=job_type, status="queued", seq=1, created_at=base + timedelta(milliseconds=n))
+            for n in range(5)
+        ),
+    )
+    try:
+        await stores.jobs.hold(ids, PAUSED)
+    finally:
+        await stores.job_types.resume(job_type)
+
+    first, staged = await stores.jobs.release([job_type], 2)
+    rest, _ = await stores.jobs.release([job_type], 200)
+
+    assert [job["id"] for job in first] == ids[:2] and len(staged) == 2
+    assert sorted(job["id"] for job in rest) == sorted(ids[2:])
+
+
 async def test_a_cancelled_held_job_is_never_released(engine: AsyncEngine) -> None:
     stores = stores_for(engine, NAMES)
     job_type = await paused_type(stores)
@@ -272,11 +297,9 @@ def test_the_hold_and_the_release_render_for_mssql_with_output_and_a_lock_hint()
     hold = str(holds.HOLD[PAUSED].compile(dialect=mssql.dialect()))
     assert "OUTPUT inserted.id" in hold and "RETURNING" not in hold and "jobs.held IS NULL" in hold
     assert "jobs.job_type IN (SELECT job_type_pauses.job_type" in hold
-    release = str(
-        holds.release_statement(["echo", "sleep"], 200).compile(
-            dialect=mssql.dialect(), compile_kwargs={"render_postcompile": True}
-        )
-    )
-    assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in release and "SELECT TOP 200 jobs.id" in release
+    rendered = {"dialect": mssql.dialect(), "compile_kwargs": {"render_postcompile": True}}
+    due = str(holds.due_statement(["echo", "sleep"], 200).compile(**rendered))  # type: ignore[arg-type]
+    release = str(holds.release_statement(["echo", "sleep"]).compile(dialect=mssql.dialect()))
+    assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in due and "SELECT TOP 200 jobs.id" in due
     assert "OUTPUT inserted." in release and "RETURNING" not in release and "FOR UPDATE" not in release.upper()
     assert "jobs.job_type NOT IN (SELECT job_type_pauses.job_type" in release

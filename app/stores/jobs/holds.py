@@ -6,8 +6,9 @@ run out, its worker dead) and its seq."""
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
-from sqlalchemy import ColumnElement, Update, and_, bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.broker import Outgoing
@@ -81,24 +82,35 @@ async def any_released(conn: AsyncConnection, job_types: Sequence[str]) -> bool:
     return (await conn.execute(select(JOBS.c.id).where(released(job_types)).limit(1))).first() is not None
 
 
-def release_statement(job_types: Sequence[str], limit: int) -> Update:
-    """Up to `limit` released jobs, oldest first, their reason cleared by one UPDATE that returns them. The inner
-    SELECT passes over rows another release holds (`skip_locked`); the outer guard makes it a compare-and-set on
-    every dialect, so a job cancelled or held again meanwhile is left alone."""
+def due_statement(job_types: Sequence[str], limit: int) -> Select[Any]:
+    """Up to `limit` released jobs, oldest first, locked for the caller's transaction; rows another release holds
+    are passed over (`skip_locked`). A read of its own: as the subquery of the UPDATE, PostgreSQL may run it again
+    for the rows the UPDATE has already changed, and release every held job of the types whatever the limit."""
     due = select(JOBS.c.id).where(released(job_types)).order_by(JOBS.c.created_at).limit(limit)
+    return skip_locked(due, JOBS)
+
+
+def release_statement(job_types: Sequence[str]) -> Update:
+    """The release of the jobs `ids` (bound): their reason cleared by one UPDATE that returns them, a
+    compare-and-set on every dialect, so a job cancelled or held again meanwhile is left alone."""
     return (
         update(JOBS)
-        .where(JOBS.c.id.in_(skip_locked(due, JOBS)), released(job_types))
+        .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), released(job_types))
         .values(held=None)
         .returning(*JOBS.c)
     )
 
 
 async def take_released(conn: AsyncConnection, job_types: Sequence[str], limit: int) -> list[JobRow]:
-    """The jobs `release_statement` released, as they are now."""
+    """The jobs released (up to `limit`, oldest first), as they are now."""
     if not job_types:
         return []
-    return [job_row(row._mapping) for row in await conn.execute(release_statement(job_types, limit))]
+    ids = list((await conn.execute(due_statement(job_types, limit))).scalars())
+    if not ids:
+        return []
+    order = {job_id: place for place, job_id in enumerate(ids)}  # RETURNING keeps no order on every database
+    rows = [job_row(row._mapping) for row in await conn.execute(release_statement(job_types), {"ids": ids})]
+    return sorted(rows, key=lambda job: order[job["id"]])
 
 
 def lane_messages(names: Names, jobs: list[JobRow], fair: bool = False) -> list[Outgoing]:
