@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.names import Names
 from app.core.secret_box import SecretBox
 from app.core.topology import Topology
-from app.models.tables import JOBS, OUTBOX
+from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.schemas.flow import flow_columns
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
@@ -363,9 +363,12 @@ async def claim_many(engine: AsyncEngine, names: Names, redis_url: str, job_ids:
         return [verdict for verdict, _ in await batches.claim_batch(job_ids)]
 
 
-async def drop_staged(engine: AsyncEngine, jobs: ColumnElement[bool]) -> None:
-    """Delete the outbox rows staged for the jobs matching `jobs` (a store test's releases): no later process's
-    relay publishes them into the test namespace's lanes."""
+async def drop_jobs(engine: AsyncEngine, jobs: ColumnElement[bool]) -> None:
+    """Delete the jobs matching `jobs` (a store test's), with their audit rows and the outbox rows staged for them:
+    no later process's relay publishes them, and no later release (a resumed type's, a key's, a client's turn)
+    sends them into the test namespace's lanes."""
     ours = select(JOBS.c.id).where(jobs)
     async with engine.begin() as conn:
         await conn.execute(delete(OUTBOX).where(OUTBOX.c.message_id.in_(ours)))
+        await conn.execute(delete(JOB_EVENTS).where(JOB_EVENTS.c.job_id.in_(ours)))
+        await conn.execute(delete(JOBS).where(jobs))

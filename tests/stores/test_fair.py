@@ -18,7 +18,7 @@ from app.core.names import Lane, Names
 from app.models.tables import JOBS
 from app.stores.flow.fair import LaneRef, LaneState, next_turns, state_read
 from tests.conftest import NS
-from tests.support import drop_staged, make_job, stores_for
+from tests.support import drop_jobs, make_job, stores_for
 
 NAMES = Names(NS)
 
@@ -26,7 +26,7 @@ NAMES = Names(NS)
 @pytest.fixture(autouse=True)
 async def unstaged(engine: AsyncEngine) -> AsyncIterator[None]:
     yield
-    await drop_staged(engine, JOBS.c.client_id.like("fair-%"))
+    await drop_jobs(engine, JOBS.c.client_id.like("fair-%"))
 
 
 def a_client() -> str:

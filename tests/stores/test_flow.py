@@ -22,7 +22,7 @@ from app.stores.flow import KeyCounts, KeyRef
 from app.stores.flow import statements as flow_statements
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
-from tests.support import claim_many, drop_staged, make_job, stores_for
+from tests.support import claim_many, drop_jobs, make_job, stores_for
 
 NAMES = Names(NS)
 
@@ -30,7 +30,7 @@ NAMES = Names(NS)
 @pytest.fixture(autouse=True)
 async def unstaged(engine: AsyncEngine) -> AsyncIterator[None]:
     yield
-    await drop_staged(engine, JOBS.c.client_id.like("flow-%"))
+    await drop_jobs(engine, JOBS.c.client_id.like("flow-%"))
 
 
 def a_client() -> str:

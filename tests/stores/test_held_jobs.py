@@ -24,7 +24,7 @@ from app.stores import Stores
 from app.stores.jobs import holds
 from app.workers.verdicts import Drop
 from tests.conftest import NS, REDIS_URL
-from tests.support import claim_many, drop_staged, make_job, stores_for
+from tests.support import claim_many, drop_jobs, make_job, stores_for
 
 NAMES = Names(NS)
 PAUSED = HeldReason.PAUSED
@@ -35,7 +35,7 @@ PAST = datetime.now(UTC) - timedelta(minutes=5)
 @pytest.fixture(autouse=True)
 async def unstaged(engine: AsyncEngine) -> AsyncIterator[None]:
     yield
-    await drop_staged(engine, JOBS.c.job_type.like("held-%"))
+    await drop_jobs(engine, JOBS.c.job_type.like("held-%"))
 
 
 def a_type() -> str:
