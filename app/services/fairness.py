@@ -54,8 +54,10 @@ class Fairness:
         out, behind = [], {ref for ref, state in states.items() if state.backlog}
         for draft in drafts:
             ref = self._ref(draft)
-            if draft.scheduled or room[ref] > 0:
-                room[ref] -= not draft.scheduled
+            if draft.scheduled:  # it waits for its time; the scheduler sends it when due
+                out.append(draft)
+            elif room[ref] > 0:
+                room[ref] -= 1
                 out.append(draft)
             else:
                 out.append(waiting_turn(self.names, draft))

@@ -105,3 +105,14 @@ async def test_with_fair_turns_off_a_clients_jobs_all_go_to_the_lane(settings: S
     assert [r["held"] for r in rows] == [None] * 100
     ours = [m for m in await broker.take_all(lane) if JobMessage.from_bytes(m.body).client_id == "fair-off"]
     assert len(ours) == 100
+
+
+async def test_a_batch_with_a_scheduled_job_in_another_lane_is_saved_whole(fair_api: Api) -> None:
+    headers = await fair_api.new_client("fair-mixed")
+    items = [
+        {"job_type": "echo", "payload": {}},
+        {"job_type": "echo", "payload": {}, "priority": 1, "delay_seconds": 60},
+    ]
+    answer = await fair_api.client.post("/api/v1/jobs/batch", json={"jobs": items}, headers=headers)
+    assert answer.status_code == 201, answer.text
+    assert [item["job"]["status"] for item in answer.json()["items"]] == ["queued", "scheduled"]
