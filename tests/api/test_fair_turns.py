@@ -1,7 +1,8 @@
 """Fair turns between clients in a lane (docs/flow-control.md) through the API, with a job worker of 8 consumers in
 this process: a client's backlog beyond its share of the lane waits its turn in the database (`queued`, with a
 `held` audit row), and is released as its share drains; another client's new job starts before 10 % of that
-backlog has run; every job runs once; fair turns off, a client's jobs all go to the lane."""
+backlog has run; every job runs once; a job cancelled while it waits its turn never runs; a batch with a scheduled
+job in a lane of its own is saved whole; fair turns off, a client's jobs all go to the lane."""
 
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -116,3 +117,22 @@ async def test_a_batch_with_a_scheduled_job_in_another_lane_is_saved_whole(fair_
     answer = await fair_api.client.post("/api/v1/jobs/batch", json={"jobs": items}, headers=headers)
     assert answer.status_code == 201, answer.text
     assert [item["job"]["status"] for item in answer.json()["items"]] == ["queued", "scheduled"]
+
+
+async def test_a_job_cancelled_while_it_waits_its_turn_never_runs_and_the_rest_do(
+    fair_api: Api, fair: Settings
+) -> None:
+    headers = await fair_api.new_client("fair-cancel")
+    backlog = await submit_backlog(fair_api, headers, 40)
+    waiting = backlog[-1]
+    assert [e["detail"] for e in await trail(fair_api, headers, waiting) if e["event"] == "held"] == [
+        {"reason": "fair"}
+    ]
+
+    cancelled = await fair_api.client.post(f"/api/v1/jobs/{waiting}/cancel", headers=headers)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled", cancelled.text
+    async with start_worker(JobWorker, fair, background=True):
+        for job_id in backlog[:-1]:
+            assert (await until_status(fair_api, headers, job_id, 60))["status"] == "succeeded"
+    assert "running" not in [e["event"] for e in await trail(fair_api, headers, waiting)]
+    assert (await fair_api.job(headers, waiting))["status"] == "cancelled"
