@@ -30,10 +30,12 @@ from app.core.statuses import HeldReason, JobStatus
 from app.models.claims import skip_locked
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
+from app.stores.flow.locks import lock_keys
 from app.stores.jobs.holds import lane_messages
 from app.stores.outbox import OutboxStore, Pending
 
 C = JOBS.c
+FAIR = str(HeldReason.FAIR)
 
 
 def _sql(value: str) -> ColumnElement[str]:
@@ -46,7 +48,7 @@ _WAITING_STATUSES = [_sql(JobStatus.PENDING), _sql(JobStatus.QUEUED)]
 # A job in its lane's queue (or on its way there, or delivered and not claimed yet): ix_jobs_waiting's rows.
 IN_LANE = and_(C.status.in_(_WAITING_STATUSES), C.held.is_(None))
 # A job waiting its turn in the database: ix_jobs_fair's rows.
-WAITS_TURN = and_(C.held == _sql(HeldReason.FAIR), C.status.in_(_WAITING_STATUSES))
+WAITS_TURN = and_(C.held == _sql(FAIR), C.status.in_(_WAITING_STATUSES))
 
 
 class LaneRef(NamedTuple):
@@ -124,6 +126,9 @@ class SqlFairness:
             if refs is None:
                 backlogs = (await conn.execute(BACKLOGS)).all()
                 refs = sorted({LaneRef(row.client_id, lane_of(row.priority)) for row in backlogs})
+            # One release of a client's lane at a time, in every process: each counts the room after the one
+            # before it committed, so two (a worker's and a sweep's) never both fill the same room.
+            await lock_keys(conn, [(FAIR, ref.client_id, str(ref.lane)) for ref in refs])
             cap = max((share(ref.lane) for ref in refs), default=0)
             released: list[JobRow] = []
             for ref, state in (await self.states(conn, refs, cap)).items():

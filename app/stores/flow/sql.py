@@ -17,19 +17,18 @@ from app.models.rows import JobRow, job_row
 from app.models.tables import FLOW_STARTS, JOBS
 from app.models.types import utcnow
 from app.stores.flow import Admission, KeyCounts, KeyRef
+from app.stores.flow.locks import Lock, lock_keys
 from app.stores.flow.statements import (
     CONCURRENCY,
     LIVE,
     RATE,
     C,
     Hold,
-    Lock,
     held_keys,
     holds_grant,
     key_counts,
     key_locks,
     limit_of,
-    lock_keys,
     match_keys,
     occupying,
     of_key,

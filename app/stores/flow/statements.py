@@ -1,6 +1,6 @@
 """The statements and rules of flow control's store (`sql.SqlFlow`), on every database: whether a job waits to start,
-holds a grant, which keys it locks; the key locks; the counts of a key's slots; the compare-and-sets of its flow
-columns; a rate window's room."""
+holds a grant, which keys it locks (the locks themselves: `locks.py`); the counts of a key's slots; the
+compare-and-sets of its flow columns; a rate window's room."""
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -10,17 +10,16 @@ from sqlalchemy import ColumnElement, and_, case, func, insert, or_, select, upd
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.statuses import HeldReason, JobStatus, TrailEvent
-from app.models.claims import insert_missing, locked_in_order
 from app.models.rows import JobRow, job_row
-from app.models.tables import FLOW_KEYS, FLOW_STARTS, JOB_EVENTS, JOBS
+from app.models.tables import FLOW_STARTS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyRef
+from app.stores.flow.locks import Lock
 
 S = JobStatus
 C = JOBS.c
 LIVE = [str(s) for s in (S.PENDING, S.QUEUED, S.RETRYING, S.RUNNING)]
 CONCURRENCY, RATE = HeldReason.CONCURRENCY, HeldReason.RATE
 KEY_COLUMN = {CONCURRENCY: C.concurrency_key, RATE: C.rate_key}
-Lock = tuple[str, str, str]  # (kind, client_id, key): a flow_keys row
 
 
 class Hold(NamedTuple):
@@ -61,24 +60,6 @@ def occupying(now: datetime, since: datetime) -> ColumnElement[bool]:
     """Jobs holding a slot: running with a live lease, or granted one their claim has not used yet."""
     running = and_(C.status == str(S.RUNNING), C.lease_until > now)
     return or_(running, and_(C.granted_run == C.runs + 1, C.granted_at > since, C.status.in_(LIVE)))
-
-
-async def lock_keys(conn: AsyncConnection, locks: Iterable[Lock]) -> None:
-    """Lock these keys' rows until the transaction ends (each made the first time): one read that locks them in one
-    order on every database that has row locks, then one UPDATE that takes SQLite's write lock (and makes each
-    lock a write on every database)."""
-    wanted = sorted(set(locks))
-    if not wanted:
-        return
-    keys = FLOW_KEYS.c
-    match = or_(*(and_(keys.kind == kind, keys.client_id == client, keys.key == key) for kind, client, key in wanted))
-    ordered = select(keys.kind, keys.client_id, keys.key).where(match).order_by(keys.client_id, keys.kind, keys.key)
-    found = {(row.kind, row.client_id, row.key) for row in await conn.execute(locked_in_order(ordered, FLOW_KEYS))}
-    for kind, client_id, key in wanted:
-        if (kind, client_id, key) not in found:  # the key's first admission: its row made (and locked by it)
-            row = {"client_id": client_id, "kind": kind, "key": key, "version": 0}
-            await conn.execute(insert_missing(conn.dialect.name, FLOW_KEYS, row))
-    await conn.execute(update(FLOW_KEYS).where(match).values(version=keys.version + 1))
 
 
 async def set_flow(conn: AsyncConnection, job: JobRow, values: dict[str, Any]) -> JobRow | None:
