@@ -19,9 +19,10 @@ def partial_index(name: str, where: str, *columns: str, unique: bool = False) ->
     )
 
 
-# The predicates of the fair-turn indexes (stores/flow/fair.py), as the migration that made them wrote them.
-WAITING = "status IN ('pending', 'queued') AND held IS NULL"
-FAIR = "held = 'fair' AND status IN ('pending', 'queued')"
+# The predicates of the fair-turn indexes, as the migration that made them wrote them; the statements that read the
+# indexes use these very texts (stores/flow/fair.py, stores/flow/postgres.py), so the planner matches them.
+IN_LANE_WHERE = "status IN ('pending', 'queued') AND held IS NULL"
+WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
 
 
 class Job(Base):
@@ -97,8 +98,8 @@ class Job(Base):
         # Fair turns: a client's jobs in a lane now (counted at each submit), and those waiting their turn, in the
         # order of their release. Partial: a job leaves the first as it is claimed and is in the second only while
         # it waits its turn.
-        partial_index("ix_jobs_waiting", WAITING, "client_id", "priority"),
-        partial_index("ix_jobs_fair", FAIR, "client_id", "priority", "created_at"),
+        partial_index("ix_jobs_waiting", IN_LANE_WHERE, "client_id", "priority"),
+        partial_index("ix_jobs_fair", WAITS_TURN_WHERE, "client_id", "priority", "created_at"),
     )
 
 

@@ -3,9 +3,10 @@ wait in a lane's queue now, whether others wait their turn in the database (`hel
 the oldest of those as its share drains, their lane messages staged in the same transaction (rule 18).
 
 A client's jobs in a lane are counted, not stored: its `pending` or `queued` jobs that are not held (the partial
-index `ix_jobs_waiting`), counted up to a cap, so a count reads at most a share's worth of index entries. The
-bound is soft by design: two submits or two releases of one client at the same instant may each see the same
-room, so a lane holds at most a few shares of a client at once, never its whole backlog."""
+index `ix_jobs_waiting`), counted up to a cap, so a count reads at most a share's worth of index entries. Releases
+of a client's lane take turns under its `flow_keys` row; the bound is soft at the submit alone: two submits of one
+client with nothing waiting may each see the same room, so a lane holds a little more than a client's share at
+most, never its backlog."""
 
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -18,37 +19,32 @@ from sqlalchemy import (
     case,
     func,
     literal,
-    literal_column,
     select,
+    text,
     union_all,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import LANE_PRIORITIES, Lane, Names, lane_of
-from app.core.statuses import HeldReason, JobStatus
+from app.core.statuses import HeldReason
 from app.models.claims import skip_locked
-from app.models.rows import JobRow, job_row
+from app.models.job import IN_LANE_WHERE, WAITS_TURN_WHERE
+from app.models.rows import JobRow
 from app.models.tables import JOBS
 from app.stores.flow.locks import lock_keys
-from app.stores.jobs.holds import lane_messages
+from app.stores.jobs.holds import lane_messages, release_in_order
 from app.stores.outbox import OutboxStore, Pending
 
 C = JOBS.c
 FAIR = str(HeldReason.FAIR)
 
 
-def _sql(value: str) -> ColumnElement[str]:
-    """A constant written into the statement, not bound: a partial index's predicate matches only constants (a
-    prepared statement's generic plan cannot prove that a bound value satisfies it, and scans the table)."""
-    return literal_column(f"'{value}'")
-
-
-_WAITING_STATUSES = [_sql(JobStatus.PENDING), _sql(JobStatus.QUEUED)]
-# A job in its lane's queue (or on its way there, or delivered and not claimed yet): ix_jobs_waiting's rows.
-IN_LANE = and_(C.status.in_(_WAITING_STATUSES), C.held.is_(None))
-# A job waiting its turn in the database: ix_jobs_fair's rows.
-WAITS_TURN = and_(C.held == _sql(FAIR), C.status.in_(_WAITING_STATUSES))
+# A job in its lane's queue (or on its way there, or delivered and not claimed yet): ix_jobs_waiting's rows. A job
+# waiting its turn in the database: ix_jobs_fair's rows. The indexes' own predicates, as constants: a prepared
+# statement's generic plan cannot prove that a bound value satisfies a partial index's predicate, and scans.
+IN_LANE = text(IN_LANE_WHERE)
+WAITS_TURN = text(WAITS_TURN_WHERE)
 
 
 class LaneRef(NamedTuple):
@@ -140,9 +136,4 @@ class SqlFairness:
 
 async def _take_turns(conn: AsyncConnection, ref: LaneRef, room: int) -> list[JobRow]:
     """The next `room` jobs of a client waiting their turn in a lane, their hold cleared, in their order."""
-    ids = list((await conn.execute(next_turns(ref, room))).scalars())
-    if not ids:
-        return []
-    order = {job_id: place for place, job_id in enumerate(ids)}  # RETURNING keeps no order on every database
-    rows = [job_row(row._mapping) for row in await conn.execute(TAKE_TURNS, {"ids": ids})]
-    return sorted(rows, key=lambda job: order[job["id"]])
+    return await release_in_order(conn, next_turns(ref, room), TAKE_TURNS)

@@ -8,20 +8,20 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.names import LANE_PRIORITIES, Names
+from app.models.job import IN_LANE_WHERE, WAITS_TURN_WHERE
 from app.stores import postgres
 from app.stores.flow.fair import LaneRef, LaneState, SqlFairness
 from app.stores.outbox import OutboxStore
 from app.stores.postgres import PgConnections
 
-# The predicates are the partial indexes' own, as constants: ix_jobs_waiting's, then ix_jobs_fair's.
-LANES = """
+# The predicates are the partial indexes' own texts: ix_jobs_waiting's, then ix_jobs_fair's.
+LANES = f"""
 SELECT r.i,
        (SELECT count(*) FROM (SELECT 1 FROM jobs
-         WHERE client_id = r.client_id AND priority BETWEEN r.lo AND r.hi
-           AND status IN ('pending', 'queued') AND held IS NULL LIMIT $4) AS counted) AS in_lane,
+         WHERE client_id = r.client_id AND priority BETWEEN r.lo AND r.hi AND {IN_LANE_WHERE} LIMIT $4) AS counted)
+         AS in_lane,
        EXISTS (SELECT 1 FROM jobs
-         WHERE client_id = r.client_id AND priority BETWEEN r.lo AND r.hi
-           AND held = 'fair' AND status IN ('pending', 'queued')) AS backlog
+         WHERE client_id = r.client_id AND priority BETWEEN r.lo AND r.hi AND {WAITS_TURN_WHERE}) AS backlog
 FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS r(client_id, lo, hi, i)
 """
 

@@ -101,16 +101,22 @@ def release_statement(job_types: Sequence[str]) -> Update:
     )
 
 
+async def release_in_order(conn: AsyncConnection, due: Select[Any], release: Update) -> list[JobRow]:
+    """A release of held jobs in two statements: `due` reads (and locks) their ids in order, then `release`, a
+    compare-and-set on `ids`, clears their hold and returns them; the jobs as they are now, in `due`'s order."""
+    ids = list((await conn.execute(due)).scalars())
+    if not ids:
+        return []
+    order = {job_id: place for place, job_id in enumerate(ids)}  # RETURNING keeps no order on every database
+    rows = [job_row(row._mapping) for row in await conn.execute(release, {"ids": ids})]
+    return sorted(rows, key=lambda job: order[job["id"]])
+
+
 async def take_released(conn: AsyncConnection, job_types: Sequence[str], limit: int) -> list[JobRow]:
     """The jobs released (up to `limit`, oldest first), as they are now."""
     if not job_types:
         return []
-    ids = list((await conn.execute(due_statement(job_types, limit))).scalars())
-    if not ids:
-        return []
-    order = {job_id: place for place, job_id in enumerate(ids)}  # RETURNING keeps no order on every database
-    rows = [job_row(row._mapping) for row in await conn.execute(release_statement(job_types), {"ids": ids})]
-    return sorted(rows, key=lambda job: order[job["id"]])
+    return await release_in_order(conn, due_statement(job_types, limit), release_statement(job_types))
 
 
 def lane_messages(names: Names, jobs: list[JobRow], fair: bool = False) -> list[Outgoing]:
