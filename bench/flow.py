@@ -24,7 +24,6 @@ from app.workers.jobs.holds import Holds, PausedTypes
 from app.workers.jobs.turns import Turns
 from bench.harness import CLIENT_ID, Harness
 from bench.preload import Fields, preload
-from bench.procs import until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 from bench.stats import percentile
@@ -133,7 +132,7 @@ async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module:
     worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}", module=module)
     started = time.perf_counter()
     async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores, h.profiled(f"flow-{arm}", worker):
-        await _until_drained(h, jobs, f"flow drain ({arm})")
+        await h.wait_succeeded(jobs, drain_budget(jobs), f"flow drain ({arm})", CLIENT_ID)
     took = time.perf_counter() - started
     await worker.stop()
     row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
@@ -160,14 +159,6 @@ async def _handoffs(h: Harness) -> list[float]:
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, HANDOFF_JOBS, _serial)
     worker = await h.start_job_worker(CONSUMERS, name="job-worker-flow-handoff")
-    await _until_drained(h, HANDOFF_JOBS, "flow handoff")
+    await h.wait_succeeded(HANDOFF_JOBS, drain_budget(HANDOFF_JOBS), "flow handoff", CLIENT_ID)
     await worker.stop()
     return [float(row["ms"]) for row in await h.db.pool.fetch(HANDOFFS, CLIENT_ID) if row["ms"] is not None]
-
-
-async def _until_drained(h: Harness, jobs: int, what: str) -> None:
-    async def done() -> bool:
-        query = "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND client_id = $1"
-        return int(await h.db.pool.fetchval(query, CLIENT_ID)) >= jobs
-
-    await until(done, drain_budget(jobs), what, interval=0.2)

@@ -223,9 +223,11 @@ class Harness:
         created = await self.call(api, "POST", "/api/v1/api-keys", self.env.admin_key, {"client_id": CLIENT_ID})
         return str(created["api_key"])
 
-    async def wait_succeeded(self, count: int, within: float, what: str) -> None:
+    async def wait_succeeded(self, count: int, within: float, what: str, client_id: str | None = None) -> None:
+        """Until `count` jobs succeeded (of one client, when others' jobs succeed beside them)."""
+
         async def done() -> bool:
-            return await self.db.succeeded() >= count
+            return await self.db.succeeded(client_id) >= count
 
         await until(done, within, what, interval=0.2)
 

@@ -34,8 +34,12 @@ class Db:
         rows = await self.pool.fetch("SELECT status, count(*) AS n FROM jobs GROUP BY status")
         return {row["status"]: row["n"] for row in rows}
 
-    async def succeeded(self) -> int:
-        return int(await self.pool.fetchval("SELECT count(*) FROM jobs WHERE status = 'succeeded'"))
+    async def succeeded(self, client_id: str | None = None) -> int:
+        """Jobs succeeded: all of them, or one client's."""
+        if client_id is None:
+            return int(await self.pool.fetchval("SELECT count(*) FROM jobs WHERE status = 'succeeded'"))
+        query = "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND client_id = $1"
+        return int(await self.pool.fetchval(query, client_id))
 
     async def drain_window(self) -> tuple[datetime, datetime, int]:
         """First start and last finish of the succeeded jobs, and how many there are."""

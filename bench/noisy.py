@@ -30,7 +30,6 @@ from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, insert_drafts, new_drafts
 from app.stores import open_stores
 from bench.harness import CLIENT_ID, Harness, Server
-from bench.procs import until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 from bench.stats import percentile
@@ -109,7 +108,7 @@ async def _arm(h: Harness, jobs: int, neighbour: bool, **overrides: Any) -> tupl
     label = "with B" if neighbour else "alone"
     async with h.metered(f"the noisy neighbour ({label}{', fair turns off' if overrides else ''})", {"API": api.proc}):
         await _backlog(api, a, jobs)
-        await until(lambda: _drained(h, jobs), drain_budget(jobs), f"noisy drain ({label})", interval=0.2)
+        await h.wait_succeeded(jobs, drain_budget(jobs), f"noisy drain ({label})", CLIENT_ID)
     stop.set()
     if steady is not None:
         await steady
@@ -137,11 +136,6 @@ async def _one_a_second(api: Server, key: str, stop: asyncio.Event) -> None:
             answer.raise_for_status()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
-
-
-async def _drained(h: Harness, jobs: int) -> bool:
-    query = "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND client_id = $1"
-    return int(await h.db.pool.fetchval(query, CLIENT_ID)) >= jobs
 
 
 async def _read_cost(h: Harness) -> tuple[float, float]:

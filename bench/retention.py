@@ -10,7 +10,6 @@ from statistics import median
 
 from bench.harness import CLIENT_ID, Harness
 from bench.preload import preload
-from bench.procs import until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 
@@ -91,22 +90,14 @@ async def _drain_beside_old_jobs(h: Harness, sizes: Sizes, arm: str, days: int) 
         CONSUMERS, name=f"job-worker-retention-{arm}", job_retention_days=days, retention_job_days=FAR
     )
     async with h.metered(f"the drain beside old jobs ({arm})", {"job worker": worker}):
-        await _until_drained(h, sizes.drain_jobs, arm)
+        # the drain's own jobs: the old ones are `succeeded` too
+        what = f"drain of {sizes.drain_jobs} jobs beside old ones ({arm})"
+        await h.wait_succeeded(sizes.drain_jobs, drain_budget(sizes.drain_jobs), what, CLIENT_ID)
     left = int(await h.db.pool.fetchval("SELECT count(*) FROM jobs WHERE client_id = $1", OLD_CLIENT))
     await worker.stop()
     row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
     rate = row["n"] / max((row["last"] - row["first"]).total_seconds(), 1e-6)
     return rate, sizes.prune_jobs - left
-
-
-async def _until_drained(h: Harness, jobs: int, arm: str) -> None:
-    """The drain's own jobs all succeeded (the old ones are `succeeded` too, so the harness's count would not do)."""
-
-    async def done() -> bool:
-        query = "SELECT count(*) FROM jobs WHERE status = 'succeeded' AND client_id = $1"
-        return int(await h.db.pool.fetchval(query, CLIENT_ID)) >= jobs
-
-    await until(done, drain_budget(jobs), f"drain of {jobs} jobs beside old ones ({arm})", interval=0.2)
 
 
 def _all(rates: list[float]) -> str:
