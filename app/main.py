@@ -27,6 +27,7 @@ from app.api.routes import (
     schedules,
     webhooks,
     workers,
+    workflows,
 )
 from app.api.state import ApiState
 from app.api.submit_path import SubmitPath
@@ -187,6 +188,7 @@ ROUTES = (
     logs,
     workers,
     overview,
+    workflows,
 )
 
 

@@ -288,6 +288,10 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "finished_at": None,
         "held": None,
         **flow_columns(None, None),
+        "workflow_id": None,
+        "ref": None,
+        "depends_on": None,
+        "deps_left": None,
     }
     return {**job, **overrides}
 

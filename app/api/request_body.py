@@ -25,6 +25,8 @@ from app.core.config import Settings
 
 API_PREFIX = "/api/"
 BATCH_PATH = "/api/v1/jobs/batch"
+WORKFLOWS_PATH = "/api/v1/workflows"
+BATCH_PATHS = (BATCH_PATH, WORKFLOWS_PATH)  # many jobs in one body: the batch limit
 JSON_SCOPE_KEY = "app.json_body"
 REFUSAL_SCOPE_KEY = "app.body_refused"
 # The submit routes read the body themselves (`parsed`), within the client's rate limit: every submit a client
@@ -64,7 +66,7 @@ class RequestBody:
 
     async def _read(self, request: Request) -> bytes | None:
         _json_type(request.headers.get("content-type"))
-        limit = self.batch_limit if _route_path(request.scope) == BATCH_PATH else self.limit
+        limit = self.batch_limit if _route_path(request.scope) in BATCH_PATHS else self.limit
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)

@@ -18,6 +18,7 @@ from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
+from app.services.workflows import WorkflowService
 
 
 @dataclass
@@ -40,7 +41,9 @@ class ApiState:
     held: set[str] = field(default_factory=set)  # the workers of this process an operator stopped
     waiting: Waiting = field(init=False)
     schedules: ScheduleService = field(init=False)
+    workflows: WorkflowService = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
+        self.workflows = WorkflowService(self.jobs)

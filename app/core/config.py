@@ -67,8 +67,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     """Largest request body of every call but a batch, in bytes (262144 = 256 KiB); larger is a 413."""
     max_batch_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    """Largest request body POST /api/v1/jobs/batch accepts (up to 500 jobs), in bytes (4194304 = 4 MiB); larger
-    is a 413."""
+    """Largest request body POST /api/v1/jobs/batch and POST /api/v1/workflows accept (up to 500 jobs), in bytes
+    (4194304 = 4 MiB); larger is a 413."""
+    max_workflow_jobs: int = Field(default=500, ge=1, le=5000)
+    """Most jobs one workflow may hold (POST /api/v1/workflows); more is a 422."""
     request_body_timeout_seconds: float = Field(default=30, gt=0)
     """Seconds a request's whole body may take to arrive; a body sent slower (a byte at a time) is answered 408."""
     webhook_allow_private_networks: bool = False

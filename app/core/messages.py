@@ -186,13 +186,22 @@ class JobEvent:
         no job event."""
         event = loads(body)
         try:
-            job = event["data"]["job"]
+            data = event["data"]
+            job = data["job"] if "workflow" not in data else workflow_subject(data["workflow"])
             fields = (event["id"], event["type"], event["seq"])
         except (KeyError, TypeError):
             raise ValueError("not a job event") from None
         if not isinstance(job, dict):
             raise ValueError("not a job event: its job is not an object")
         return cls(*fields, job, event.get("created_at"))
+
+
+def workflow_subject(workflow: Any) -> dict[str, Any]:
+    """What a workflow's event is about, in the shape a job event's job has for those who route events (the
+    webhook fan-out, the live streams): its client, no job id, no job type, no callback URL."""
+    if not isinstance(workflow, dict):
+        raise TypeError("not a workflow")
+    return {"id": None, "client_id": workflow["client_id"], "job_type": None, "workflow_id": workflow["id"]}
 
 
 PUBLIC_FIELDS = (
@@ -214,12 +223,43 @@ PUBLIC_FIELDS = (
     "started_at",
     "finished_at",
     "run_at",
+    "workflow_id",
+    "ref",
+    "depends_on",
 )
 
 
 def public_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """A job as clients see it: the contract's fields, nothing internal."""
     return {name: job.get(name) for name in PUBLIC_FIELDS}
+
+
+WORKFLOW_FIELDS = ("id", "client_id", "name", "status", "on_failure", "counts", "created_at", "finished_at")
+
+
+def public_workflow(workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """A workflow as its events carry it: the contract's fields and its jobs' counts by status, not its jobs."""
+    return {name: workflow.get(name) for name in WORKFLOW_FIELDS}
+
+
+def workflow_event(names: Names, workflow: Mapping[str, Any]) -> Outgoing:
+    """The event that ends a workflow (or any later change of its status), as workflow.<status>."""
+    body = {
+        "id": f"evt_wf_{workflow['id'].replace('-', '')}_{workflow['seq']}",
+        "type": f"workflow.{workflow['status']}",
+        "created_at": workflow["updated_at"],
+        "seq": workflow["seq"],
+        "data": {"workflow": public_workflow(workflow)},
+    }
+    headers = {REQUEST_ID_HEADER: workflow["request_id"]} if workflow.get("request_id") else {}
+    return Outgoing(
+        exchange=names.events_exchange,
+        routing_key=names.workflow_event_key(workflow["status"]),
+        body=dumps(body),
+        headers=headers,
+        message_id=body["id"],
+        mandatory=False,
+    )
 
 
 def endpoint_key(endpoint_id: str | None, url: str) -> str:

@@ -12,9 +12,12 @@ def event_type(status: str) -> str:
     return f"job.{status}"
 
 
-# The changes a client acts on, whose events an endpoint may subscribe to.
+# The changes a client acts on, whose events an endpoint may subscribe to: a job's (an endpoint's default) and a
+# workflow's end (docs/workflows.md), which an endpoint asks for by name.
 SUBSCRIBABLE_STATUSES = (JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED, JobStatus.RETRYING, JobStatus.CANCELLED)
-SUBSCRIBABLE_EVENTS = tuple(event_type(status) for status in SUBSCRIBABLE_STATUSES)
+JOB_EVENTS = tuple(event_type(status) for status in SUBSCRIBABLE_STATUSES)
+WORKFLOW_EVENTS = ("workflow.succeeded", "workflow.failed", "workflow.cancelled")
+SUBSCRIBABLE_EVENTS = (*JOB_EVENTS, *WORKFLOW_EVENTS)
 TEST_EVENT = "webhook.test"
 
 
@@ -93,10 +96,19 @@ class Names:
     def event_key(job_type: str, status: str) -> str:
         return f"job.{job_type}.{status}"
 
+    @staticmethod
+    def workflow_event_key(status: str) -> str:
+        return f"workflow.{status}"
+
     @property
     def all_events_key(self) -> str:
         """Every job event, whatever its type and status: what a live-status feed binds with."""
         return "job.#"
+
+    @property
+    def workflow_events_key(self) -> str:
+        """Every workflow event: what a live-status feed and the webhook fan-out bind with besides."""
+        return "workflow.*"
 
     def live_queue(self, token: str) -> str:
         """One API process's exclusive, auto-delete queue of job events for its live streams (not in the durable

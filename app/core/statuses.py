@@ -5,6 +5,7 @@ from enum import StrEnum
 
 class JobStatus(StrEnum):
     PENDING = "pending"
+    WAITING = "waiting"  # a workflow's job whose dependencies have not all succeeded (or, on "continue", ended)
     SCHEDULED = "scheduled"  # saved with a run_at or delay_seconds: the scheduler queues it when it is due
     QUEUED = "queued"
     RUNNING = "running"
@@ -18,10 +19,13 @@ S = JobStatus
 
 # Claimable statuses may go straight to DEAD_LETTERED when a claim would exceed the retry budget.
 # RUNNING -> RUNNING is a claim of a job whose previous worker's lease expired.
+# PENDING -> WAITING, like PENDING -> SCHEDULED, happens as a workflow's job is saved; WAITING leaves for PENDING
+# when its dependencies allow (in the transaction that records the last of their outcomes), or for CANCELLED.
 # PENDING -> SCHEDULED happens as the job is saved (both trail rows are written by the submit itself); SCHEDULED
 # leaves only for QUEUED, when the scheduler finds it due, or for CANCELLED.
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    S.PENDING: frozenset({S.SCHEDULED, S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
+    S.PENDING: frozenset({S.SCHEDULED, S.WAITING, S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
+    S.WAITING: frozenset({S.PENDING, S.CANCELLED}),
     S.SCHEDULED: frozenset({S.QUEUED, S.CANCELLED}),
     S.QUEUED: frozenset({S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
     S.RUNNING: frozenset({S.RUNNING, S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED}),
@@ -51,6 +55,7 @@ class DeliveryStatus(StrEnum):
     """A webhook delivery's status."""
 
     PENDING = "pending"
+    WAITING = "waiting"  # a workflow's job whose dependencies have not all succeeded (or, on "continue", ended)
     SUCCEEDED = "succeeded"
     FAILED = "failed"
 

@@ -143,6 +143,7 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
             BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", status))
             for status in SUBSCRIBABLE_STATUSES
         ),
+        BindingSpec(names.webhook_events_queue, names.events_exchange, names.workflow_events_key),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),
     ]

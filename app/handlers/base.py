@@ -1,7 +1,7 @@
 """What a job type is: a payload spec and an async handler, and what a handler may use while it runs."""
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -50,6 +50,9 @@ class JobContext:
     runs: int
     request_id: str | None
     tools: JobTools | None = None
+    # A workflow's job: the results of the jobs it depends on, by their refs (docs/workflows.md), read once
+    # before the run; empty for any other job.
+    dependencies: Mapping[str, Any] = field(default_factory=dict)
 
     def require_tools(self) -> JobTools:
         if self.tools is None:

@@ -15,7 +15,10 @@ from app.schemas.payloads.notification import SPEC, NotificationPayload
 
 async def handle(ctx: JobContext, payload: NotificationPayload) -> dict[str, int | float]:
     tools = ctx.require_tools()
-    body = b"" if payload.body is None else json.dumps(payload.body, separators=(",", ":")).encode()
+    value = payload.body
+    if payload.include_dependencies:  # the schema allows it only with an object or null body
+        value = {**(value if isinstance(value, dict) else {}), "dependencies": dict(ctx.dependencies)}
+    body = b"" if value is None else json.dumps(value, separators=(",", ":")).encode()
     headers = _headers(ctx, payload, body)
     try:
         answer = await tools.call(payload.method, payload.url, headers, body, payload.timeout)

@@ -9,6 +9,7 @@ from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
 from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
+from app.models.workflow import JobDependency, Workflow
 
 __all__ = [
     "ApiKey",
@@ -20,9 +21,11 @@ __all__ = [
     "FlowKey",
     "FlowStart",
     "Job",
+    "JobDependency",
     "JobEvent",
     "JobTypePause",
     "OutboxMessage",
     "Schedule",
     "WebhookEndpoint",
+    "Workflow",
 ]

@@ -74,6 +74,14 @@ class Job(Base):
     granted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # A job held for its rate window: the earliest time the window may let it start.
     held_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Workflows (docs/workflows.md): the workflow a job belongs to, its ref there, the ids of the jobs it waits
+    # for (as submitted; the edges are rows of job_dependencies), and how many of those have not yet let it go:
+    # each outcome that does takes one off, in the transaction that records it; the one that takes it to 0
+    # releases the job (waiting -> pending). NULL for a job outside a workflow.
+    workflow_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    ref: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    depends_on: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    deps_left: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
@@ -100,6 +108,8 @@ class Job(Base):
         # it waits its turn.
         partial_index("ix_jobs_waiting", IN_LANE_WHERE, "client_id", "priority"),
         partial_index("ix_jobs_fair", WAITS_TURN_WHERE, "client_id", "priority", "created_at"),
+        # A workflow's jobs. Partial: jobs outside a workflow are not in it.
+        partial_index("ix_jobs_workflow", "workflow_id IS NOT NULL", "workflow_id"),
     )
 
 

@@ -47,6 +47,10 @@ class JobRow(TypedDict):
     granted_run: int | None  # the run a keyed job was admitted for (runs + 1 when granted)
     granted_at: datetime | None
     held_until: datetime | None  # a job held for its rate window: when the window may let it start
+    workflow_id: str | None  # its workflow (docs/workflows.md), or None
+    ref: str | None  # its name in its workflow
+    depends_on: list[str] | None  # the ids of the jobs it waits for ([] in a workflow, None outside one)
+    deps_left: int | None  # how many of those have not yet let it go
 
 
 class DeliveryRow(TypedDict):

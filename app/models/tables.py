@@ -12,6 +12,7 @@ from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
 from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
+from app.models.workflow import JobDependency, Workflow
 
 JOBS = cast(Table, Job.__table__)
 JOB_EVENTS = cast(Table, JobEvent.__table__)
@@ -26,3 +27,5 @@ DELIVERIES = cast(Table, Delivery.__table__)
 ATTEMPTS = cast(Table, DeliveryAttempt.__table__)
 ARTIFACTS = cast(Table, Artifact.__table__)
 SCHEDULES = cast(Table, Schedule.__table__)
+WORKFLOWS = cast(Table, Workflow.__table__)
+JOB_DEPENDENCIES = cast(Table, JobDependency.__table__)

@@ -116,6 +116,9 @@ JOB_OUT_EXAMPLE: dict[str, Any] = {
     "finished_at": "2026-04-05T04:13:31.200000Z",
     "concurrency": None,
     "rate_limit": None,
+    "workflow_id": None,
+    "ref": None,
+    "depends_on": None,
 }
 
 
@@ -142,6 +145,11 @@ class JobOut(BaseModel):
     run_at: datetime | None = Field(default=None, description="When a job submitted with a time is due.")
     concurrency: Concurrency | None = Field(default=None, description="As submitted; null when none.")
     rate_limit: RateLimit | None = Field(default=None, description="As submitted; null when none.")
+    workflow_id: str | None = Field(default=None, description="The workflow it belongs to; null when none.")
+    ref: str | None = Field(default=None, description="Its name in its workflow.")
+    depends_on: list[str] | None = Field(
+        default=None, description="The ids of the jobs of its workflow it waits for; null outside a workflow."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.core.names import SUBSCRIBABLE_EVENTS
+from app.core.names import JOB_EVENTS, SUBSCRIBABLE_EVENTS
 from app.core.statuses import DeliveryStatus
 from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime
@@ -23,7 +23,7 @@ class WebhookCreate(BaseModel):
     model_config = REQUEST_CONFIG
 
     url: str = Field(**URL_RULES)
-    events: list[EventType] = Field(default_factory=lambda: list(SUBSCRIBABLE_EVENTS), min_length=1)
+    events: list[EventType] = Field(default_factory=lambda: list(JOB_EVENTS), min_length=1)
     job_type: str | None = Field(default=None, description="Only events of jobs of this type.")
     job_id: str | None = Field(default=None, max_length=36, description="Only events of this job.")
     description: str | None = Field(default=None, max_length=500)

@@ -148,10 +148,11 @@ class DlqService:
                     raise NotCancellable(job["status"])
                 moved = await self.jobs.cancel(conn, job)
             if moved is not None:
+                cancelled, staged = moved
                 metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
-                job_log.finished(moved[0], S.CANCELLED, moved[0]["finished_at"])
-                await self.outbox.publish([moved[1]])
-                return moved[0]
+                job_log.finished(cancelled, S.CANCELLED, cancelled["finished_at"])
+                await self.outbox.publish(staged)
+                return cancelled
         raise NotCancellable("still changing")
 
     async def _visible(self, principal: Principal, job_id: str) -> JobRow | None:

@@ -46,7 +46,7 @@ class Fairness:
         """One flush's new jobs as they are to be saved: each client's in a lane up to its share's room go to the
         lane, the rest wait their turn (all of them while older ones wait, so a client's order holds); and the
         lanes whose waiting jobs have room now, to release once the flush is saved."""
-        refs = sorted({self._ref(d) for d in drafts if not d.scheduled})
+        refs = sorted({self._ref(d) for d in drafts if not d.dormant})
         if not self.shares.on or not refs:
             return list(drafts), []
         states = await self.store.lanes(refs, max(self.shares.share(ref.lane) for ref in refs))
@@ -54,7 +54,7 @@ class Fairness:
         out, behind = [], {ref for ref, state in states.items() if state.backlog}
         for draft in drafts:
             ref = self._ref(draft)
-            if draft.scheduled:  # it waits for its time; the scheduler sends it when due
+            if draft.dormant:  # it waits for its time or its dependencies, which send it
                 out.append(draft)
             elif room[ref] > 0:
                 room[ref] -= 1

@@ -36,7 +36,9 @@ class LiveEvent:
         """The event a job event's body holds; KeyError or ValueError when it holds none."""
         event = JobEvent.from_bytes(body)
         job = event.job
-        return cls(event.id, event.type, event.seq, job["id"], job["job_type"], job["client_id"], body.decode())
+        # A workflow's event has no job: it is kept apart by its workflow (its seq counts the workflow's changes).
+        subject = job["id"] if job["id"] is not None else f"workflow:{job['workflow_id']}"
+        return cls(event.id, event.type, event.seq, subject, job["job_type"] or "", job["client_id"], body.decode())
 
 
 Wanted = Callable[[LiveEvent], bool]
@@ -178,6 +180,7 @@ class EventFeed:
         name = self._names.live_queue(uuid.uuid4().hex[:12])
         queue = await channel.declare_queue(name, exclusive=True, auto_delete=True)
         await queue.bind(self._names.events_exchange, self._names.all_events_key)
+        await queue.bind(self._names.events_exchange, self._names.workflow_events_key)
         self._tag = await queue.consume(self._on_message, no_ack=True)
         if self._hooked is not connection:
             connection.reconnect_callbacks.add(self._on_reconnect)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.names import Names, event_type
+from app.core.names import WORKFLOW_EVENTS, Names, event_type
 from app.core.statuses import TERMINAL, JobStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
@@ -15,7 +15,7 @@ from app.services.event_trail import EventRef, as_event, events_after, job_event
 from app.services.live import EventFeed, Hub, LiveEvent, Subscription
 from app.services.tenancy import Principal, sees, visible_to
 
-EVENT_TYPES = frozenset(event_type(status) for status in JobStatus)
+EVENT_TYPES = frozenset(event_type(status) for status in JobStatus) | frozenset(WORKFLOW_EVENTS)
 TERMINAL_TYPES = frozenset(event_type(status) for status in TERMINAL)
 SEEN_JOBS = 10_000  # jobs whose last seq an events stream remembers, to drop a re-published event
 FEED_WAIT_SECONDS = 5.0  # how long a stream that opens waits for the feed's queue to be bound

@@ -84,10 +84,15 @@ class Draft:
         return self.job["status"] == JobStatus.SCHEDULED
 
     @property
+    def dormant(self) -> bool:
+        """Saved to wait for its time or for its dependencies (a workflow's `waiting` job): no lane message yet."""
+        return self.job["status"] in (JobStatus.SCHEDULED, JobStatus.WAITING)
+
+    @property
     def waits(self) -> bool:
-        """Saved to wait in the database, for its time or its client's turn (services/fairness.py): its outbox row
-        is an event, and saving it is all its submit needs."""
-        return self.scheduled or self.job["held"] is not None
+        """Saved to wait in the database, for its time, its dependencies or its client's turn
+        (services/fairness.py): its outbox row is an event, and saving it is all its submit needs."""
+        return self.dormant or self.job["held"] is not None
 
 
 def new_drafts(
@@ -151,6 +156,10 @@ def new_job_row(
         "run_at": due or (request.run_at.astimezone(UTC) if request.run_at else None),
         "held": None,
         **flow_columns(request.concurrency, request.rate_limit),
+        "workflow_id": None,
+        "ref": None,
+        "depends_on": None,
+        "deps_left": None,
     }
 
 
@@ -164,7 +173,7 @@ async def insert_drafts(store: JobStore, conn: AsyncConnection, drafts: Sequence
     ]
     for d in drafts:
         job_id, to, at = d.job["id"], d.job["status"], d.job["created_at"]
-        if d.waits:  # pending -> scheduled, or pending -> queued and held for its turn
+        if d.waits:  # pending -> scheduled or waiting, or pending -> queued and held for its turn
             step = {"from": str(JobStatus.PENDING), "to": str(to), "attempt": 0}
             events.append({"job_id": job_id, "event": to, "detail": step, "created_at": at})
         if d.job["held"] is not None:

@@ -46,6 +46,8 @@ def step(name: str, target: JobStatus, *only: JobStatus) -> Step:
 
 
 SCHEDULE = step("schedule", S.SCHEDULED, S.PENDING)  # as the job is saved with a time to wait for
+WAIT = step("wait", S.WAITING, S.PENDING)  # as a workflow's job with dependencies is saved
+RELEASE = step("release", S.PENDING, S.WAITING)  # its dependencies allow it to run (stores/workflows/follow.py)
 QUEUE = step("queue", S.QUEUED, S.PENDING)  # its message confirmed by the broker
 QUEUE_DUE = step("queue_due", S.QUEUED, S.SCHEDULED)  # its time has come
 CLAIM = step("claim", S.RUNNING, S.PENDING, S.QUEUED)  # a worker took its message
@@ -57,5 +59,5 @@ FAIL = step("fail", S.DEAD_LETTERED, S.RUNNING)
 REPLAY = step("replay", S.QUEUED, S.DEAD_LETTERED)
 CANCEL = step("cancel", S.CANCELLED)
 
-STEPS = (SCHEDULE, QUEUE, QUEUE_DUE, CLAIM, TAKE_OVER, BURY, SUCCEED, RETRY, FAIL, REPLAY, CANCEL)
+STEPS = (SCHEDULE, WAIT, RELEASE, QUEUE, QUEUE_DUE, CLAIM, TAKE_OVER, BURY, SUCCEED, RETRY, FAIL, REPLAY, CANCEL)
 FINISHES = {S.SUCCEEDED: SUCCEED, S.RETRYING: RETRY, S.DEAD_LETTERED: FAIL}

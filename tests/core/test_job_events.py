@@ -26,7 +26,15 @@ def test_the_event_of_a_change_is_typed_after_its_status(status: JobStatus) -> N
 
 
 def test_the_subscribable_events_are_the_types_of_the_changes_a_client_acts_on() -> None:
-    assert SUBSCRIBABLE_EVENTS == ("job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled")
+    assert SUBSCRIBABLE_EVENTS == (
+        "job.succeeded",
+        "job.dead_lettered",
+        "job.retrying",
+        "job.cancelled",
+        "workflow.succeeded",
+        "workflow.failed",
+        "workflow.cancelled",
+    )
 
 
 def test_each_event_of_a_bundle_reads_as_alone() -> None:

@@ -158,7 +158,7 @@ async def test_a_finish_batch_holding_a_stale_run_of_the_same_job_records_only_t
     async with db.begin() as conn:  # the lease ran out and another worker took the job over: runs 2
         await conn.execute(JOBS.update().where(JOBS.c.id == job_id).values(runs=2, seq=3))
     current = {**first.job, "runs": 2, "seq": 3}
-    recorded = await store.finish([succeeded(first.job, {"from": "stale"}), succeeded(current, {"ok": 1})])
+    recorded, _ = await store.finish([succeeded(first.job, {"from": "stale"}), succeeded(current, {"ok": 1})])
 
     assert recorded[0] is None and recorded[1] is not None
     assert loads(recorded[1].message.body)["data"]["job"]["result"] == {"ok": 1}

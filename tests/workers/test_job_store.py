@@ -116,7 +116,7 @@ async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(en
         await conn.execute(JOBS.update().where(JOBS.c.id == ids[2]).values(runs=taken_over["runs"]))
     error = {"type": "ValueError", "message": "no"}
     outcomes = [succeeded(claimed[0], {"ok": 1}), dead_lettered(claimed[1], error, "permanent_error")]
-    recorded = await store(engine).finish([*outcomes, succeeded(claimed[2], {"late": True})])
+    recorded, _ = await store(engine).finish([*outcomes, succeeded(claimed[2], {"late": True})])
     assert [staged is not None for staged in recorded] == [True, True, False]
     first, second, third = [await row(engine, job_id) for job_id in ids]
     assert (first["status"], first["result"], first["seq"]) == ("succeeded", {"ok": 1}, 3)
@@ -250,7 +250,7 @@ async def test_a_claim_that_waited_for_a_later_stamped_confirmation_never_goes_b
         queued_events = await jobs.queue_published(confirming, [job_id], [])
     (verdict,) = await asyncio.wait_for(claim, timeout=10)
     assert isinstance(verdict, Claimed) and verdict.job["seq"] == 2
-    (finished,) = await jobs.finish([succeeded(verdict.job, {"ok": True})])
+    ((finished,), _) = await jobs.finish([succeeded(verdict.job, {"ok": True})])
     assert finished is not None
 
     times = await _times(db, job_id)

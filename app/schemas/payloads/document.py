@@ -60,6 +60,11 @@ class ContentDocument(BaseModel):
     content: list[Block] = Field(min_length=1, max_length=500)
     author: str | None = Field(default=None, max_length=200)
     page_size: PageSize = "A4"
+    include_dependencies: bool = Field(
+        default=False,
+        description="In a workflow: end with a table of the results of the jobs this one depends on, a row per "
+        "dependency (its ref, then each field of its result), so one report can gather a fan-out's results.",
+    )
 
 
 def _kind(value: Any) -> str | None:

@@ -3,7 +3,7 @@
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, field_validator
+from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
 
 from app.core.masking import MASK, mask_urls
 from app.core.ssrf import check_syntax
@@ -42,6 +42,18 @@ class NotificationPayload(BaseModel):
         description="Signs the call like a webhook delivery (`whsec_…` or any string); sealed at rest, shown as `***`.",
     )
     timeout: float = Field(default=10, gt=0, le=60, description="Seconds to wait for the answer.")
+    include_dependencies: bool = Field(
+        default=False,
+        description="In a workflow: add `dependencies` to the body object, the results of the jobs this one depends "
+        "on, by their refs (a render's `artifact_url`, say). The body must then be an object, or null for one "
+        "holding `dependencies` alone.",
+    )
+
+    @model_validator(mode="after")
+    def _room_for_dependencies(self) -> "NotificationPayload":
+        if self.include_dependencies and not (self.body is None or isinstance(self.body, dict)):
+            raise ValueError("with include_dependencies, body must be a JSON object (or null)")
+        return self
 
     @field_validator("url")
     @classmethod

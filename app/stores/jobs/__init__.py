@@ -32,6 +32,14 @@ class NewJobs(NamedTuple):
     owners: list[str | None]
 
 
+class Finished(NamedTuple):
+    """What a finish batch recorded: each outcome's event (None for one fenced out), and what followed the
+    outcomes in their workflows (released jobs' messages, cancelled dependents' events, a workflow's end)."""
+
+    recorded: list[Pending | None]
+    follow: list[Pending]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one run ended in, to record if our fencing token still holds."""
@@ -75,8 +83,8 @@ class JobStore(Protocol):
     async def bury(self, conn: AsyncConnection, changes: list[Change]) -> list[Moved]:
         """Jobs whose budget crashes used up -> dead_lettered."""
 
-    async def finish(self, outcomes: list[Outcome]) -> list[Pending | None]:
-        """Every outcome whose fencing token still holds recorded; None for the rest."""
+    async def finish(self, outcomes: list[Outcome]) -> Finished:
+        """Every outcome whose fencing token still holds recorded, with what follows it in its workflow."""
 
     async def give_up(self, job_id: str, values: dict[str, Any], detail: dict[str, Any]) -> Moved | None:
         """A job whose message could not be processed -> dead_lettered, with its event; None if it left first."""
@@ -93,8 +101,15 @@ class JobStore(Protocol):
     async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event."""
 
-    async def cancel(self, conn: AsyncConnection, job: JobRow) -> Moved | None:
-        """A job that has not started (as last read) -> cancelled; held or not, it is never released."""
+    async def cancel(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
+        """A job that has not started (as last read) -> cancelled; held or not, it is never released: the job,
+        its event and what followed in its workflow."""
+
+    async def cancel_all(self, conn: AsyncConnection, jobs: list[JobRow]) -> tuple[list[JobRow], list[Pending]]:
+        """`cancel` for many jobs at once: those cancelled, and their events with what followed."""
+
+    async def dependency_results(self, job_ids: list[str]) -> dict[str, Any]:
+        """The results of these jobs (a job's dependencies), by their refs."""
 
     async def hold(self, job_ids: list[str], reason: HeldReason) -> set[str]:
         """The jobs among `job_ids` that wait to start held back in the database (rule 18) while `reason` stands

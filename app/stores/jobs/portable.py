@@ -3,7 +3,7 @@ PostgreSQL; `postgres.PgJobs` replaces its hot statements there."""
 
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Update, and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -17,11 +17,12 @@ from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Moved, NewJobs, Outcome, holds
+from app.stores.jobs import Finished, Moved, NewJobs, Outcome, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.outbox import Pending
 from app.stores.outbox.portable import PortableOutbox
 from app.stores.steps import Step
+from app.stores.workflows import follow
 
 S = JobStatus
 INSERT_JOBS = insert(JOBS)
@@ -93,6 +94,11 @@ class PortableJobs:
         staged = await self.outbox.stage(conn, events_of(self.names, moves))
         return list(zip([m.after for m in moves], staged, strict=True))
 
+    async def settle(self, conn: AsyncConnection, moves: list[Move]) -> list[Pending]:
+        """What follows `moves` in their workflows, written in `conn`'s transaction (stores/workflows/follow.py):
+        the messages and events to publish once it commits."""
+        return await follow.follow(self, conn, moves) if follow.concerns(moves) else []
+
     async def cas(
         self, conn: AsyncConnection, step: Step, changes: list[Change], where: tuple[ColumnElement[bool], ...] = ()
     ) -> list[Move]:
@@ -142,12 +148,16 @@ class PortableJobs:
         return await self.move(conn, steps.TAKE_OVER, changes, where)
 
     async def bury(self, conn: AsyncConnection, changes: list[Change]) -> list[Moved]:
-        """Jobs whose budget crashes used up -> dead_lettered."""
-        return await self.move(conn, steps.BURY, changes)
+        """Jobs whose budget crashes used up -> dead_lettered (what follows in their workflows is staged for the
+        relay to publish)."""
+        moves = await self.cas(conn, steps.BURY, changes)
+        await self.settle(conn, moves)
+        return await self.record(conn, moves)
 
-    async def finish(self, outcomes: list[Outcome]) -> list[Pending | None]:
+    async def finish(self, outcomes: list[Outcome]) -> Finished:
         """One UPDATE per outcome kind behind the fencing check (`runs`), then the audit rows and events of what
-        moved, one INSERT each, in one transaction; None for an outcome fenced out."""
+        moved, one INSERT each, and what follows in workflows, in one transaction; None for an outcome fenced
+        out."""
         async with self.engine.begin() as conn:
             moves: list[Move] = []
             for to, step in steps.FINISHES.items():
@@ -158,7 +168,8 @@ class PortableJobs:
                     changes = [Change(o.job, o.values, o.detail) for o in mine]
                     moves += await self.cas(conn, step, changes, where=(fenced,))
             staged = {(job["id"], job["seq"]): event for job, event in await self.record(conn, moves)}
-        return [staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes]
+            followed = await self.settle(conn, moves)
+        return Finished([staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes], followed)
 
     async def renew(self, jobs: list[JobRow]) -> set[str]:
         """Extend the leases of these runs with one statement; the ids still ours (not fenced out)."""
@@ -194,18 +205,31 @@ class PortableJobs:
         trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
         await self.audit(conn, [_trail_row(job["id"], TrailEvent.REPLAYED, trail)])
         values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
-        moved = await self.move(conn, steps.REPLAY, [Change(job, values)])
-        if not moved:
+        moves = await self.cas(conn, steps.REPLAY, [Change(job, values)])
+        if not moves:
             return None
-        queued, event = moved[0]
+        ((queued, event),) = await self.record(conn, moves)
         (message,) = await self.outbox.stage(conn, [job_outgoing(self.names, JobMessage.from_row(queued))])
-        return queued, [message, event]
+        return queued, [message, event, *await self.settle(conn, moves)]
 
-    async def cancel(self, conn: AsyncConnection, job: JobRow) -> Moved | None:
-        """A job that has not started (as last read) -> cancelled; held or not, it is never released."""
+    async def cancel(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
+        """A job that has not started (as last read) -> cancelled; held or not, it is never released: the job,
+        its event and what followed in its workflow."""
+        cancelled, staged = await self.cancel_all(conn, [job])
+        return (cancelled[0], staged) if cancelled else None
+
+    async def cancel_all(self, conn: AsyncConnection, jobs: list[JobRow]) -> tuple[list[JobRow], list[Pending]]:
+        """`cancel` for many jobs at once: those cancelled, and their events with what followed."""
         values = {"finished_at": utcnow(), "lease_until": None, "held": None}
-        moved = await self.move(conn, steps.CANCEL, [Change(job, values)])
-        return moved[0] if moved else None
+        moves = await self.cas(conn, steps.CANCEL, [Change(job, values) for job in jobs])
+        moved = await self.record(conn, moves)
+        return [job for job, _ in moved], [event for _, event in moved] + await self.settle(conn, moves)
+
+    async def dependency_results(self, job_ids: list[str]) -> dict[str, Any]:
+        """The results of these jobs (a job's dependencies), by their refs, in one read."""
+        query = select(JOBS.c.ref, JOBS.c.result).where(JOBS.c.id.in_(sorted(set(job_ids))))
+        async with self.engine.connect() as conn:
+            return {row.ref: row.result for row in await conn.execute(query)}
 
     async def hold(self, job_ids: list[str], reason: HeldReason) -> set[str]:
         """The jobs among `job_ids` that wait to start held back in the database (rule 18) while `reason` stands,
@@ -233,14 +257,18 @@ class PortableJobs:
             job = (await self.read(conn, [job_id])).get(job_id)
             if job is None or job["status"] not in steps.BURY.sources:
                 return None
-            moved = await self.move(conn, steps.BURY, [Change(job, values, detail)])
+            moves = await self.cas(conn, steps.BURY, [Change(job, values, detail)])
+            await self.settle(conn, moves)  # staged for the relay: this path is rare, and not a hot one
+            moved = await self.record(conn, moves)
             return moved[0] if moved else None
 
     async def give_up_bare(self, job_id: str, values: dict[str, Any]) -> None:
         """`give_up` for a job whose own values break it: by its status alone, reading no column but status and
         attempts, building no event; its row and audit row are written alone."""
         async with self.engine.begin() as conn:
-            read = select(JOBS.c.status, JOBS.c.attempts).where(JOBS.c.id == job_id, steps.BURY.guard())
+            read = select(JOBS.c.status, JOBS.c.attempts, JOBS.c.workflow_id).where(
+                JOBS.c.id == job_id, steps.BURY.guard()
+            )
             found = (await conn.execute(read)).first()
             if found is None:
                 return
@@ -256,6 +284,9 @@ class PortableJobs:
                 await self.audit(
                     conn, [{"job_id": job_id, "event": str(S.DEAD_LETTERED), "detail": detail, "created_at": now}]
                 )
+                if found.workflow_id is not None:  # its dependents and its workflow still follow it
+                    after = {"id": job_id, "workflow_id": found.workflow_id, "status": str(S.DEAD_LETTERED)}
+                    await self.settle(conn, [Move(found.status, cast(JobRow, after), {})])
 
 
 def _trail_row(job_id: str, event: str, detail: dict[str, Any]) -> TrailRow:

@@ -14,7 +14,7 @@ from app.core.names import Names
 from app.models.rows import TrailRow, job_row
 from app.models.types import utcnow
 from app.stores import postgres
-from app.stores.jobs import Moved, NewJobs, Outcome
+from app.stores.jobs import Finished, Moved, NewJobs, Outcome
 from app.stores.jobs.moves import Change, Move, events_of, planned, trail_of
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres_sql import (
@@ -30,6 +30,7 @@ from app.stores.jobs.postgres_sql import (
 from app.stores.outbox import Pending, rows_of, staged_event
 from app.stores.outbox.postgres import PgOutbox, outbox_columns
 from app.stores.postgres import PgConnections, to_json
+from app.stores.workflows import follow
 
 
 class PgJobs(PortableJobs):
@@ -81,22 +82,32 @@ class PgJobs(PortableJobs):
             moved = await claim_recorded(conn, sorted(set(job_ids)), now, lease, exchange)
         return [(job_row(one.row), staged_event(exchange, one.event)) for one in moved]
 
-    async def finish(self, outcomes: list[Outcome]) -> list[Pending | None]:
+    async def finish(self, outcomes: list[Outcome]) -> Finished:
         """The moves, their audit rows and their events planned here and written by one statement, a transaction
-        by itself (rule 17's batch with no BEGIN or COMMIT round trip); None for an outcome fenced out."""
+        by itself (rule 17's batch with no BEGIN or COMMIT round trip); None for an outcome fenced out. A batch
+        with a workflow's job in it is a transaction, the same statement then what follows in the workflow."""
         now = utcnow()
         moves = [planned(Change(o.job, o.values, o.detail), o.to, now) for o in outcomes]
         rows = [{**m.after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, m in zip(outcomes, moves, strict=True)]
         events = events_of(self.names, moves)
         params = _finish_columns(now, rows, trail_of(moves), rows_of(events, now))
-        async with self.connections.autocommit() as conn:
-            result = await postgres.rows(conn, FINISH_RECORDED, params)
+        followed: list[Pending] = []
+        if follow.concerns(moves):
+            async with self.engine.begin() as conn:
+                result = await postgres.rows(conn, FINISH_RECORDED, params)
+                taken = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
+                mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in taken]
+                followed = await self.settle(conn, mine)
+        else:
+            async with self.connections.autocommit() as conn:
+                result = await postgres.rows(conn, FINISH_RECORDED, params)
         moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
         staged = {row["message_id"]: int(row["outbox_id"]) for row in result if row["job_id"] is None}
-        return [
+        recorded = [
             Pending(staged[event.message_id or ""], event) if (o.job["id"], o.job["runs"]) in moved else None
             for o, event in zip(outcomes, events, strict=True)
         ]
+        return Finished(recorded, followed)
 
 
 def event_columns(rows: Sequence[TrailRow]) -> tuple[list[Any], ...]:

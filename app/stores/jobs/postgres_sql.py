@@ -55,7 +55,7 @@ FINISH_RECORDED = (
 )
 
 
-JSON_COLUMNS = ("payload", "result", "error")
+JSON_COLUMNS = ("payload", "result", "error", "depends_on")
 
 
 JOB_COLUMNS = (
@@ -94,6 +94,10 @@ JOB_COLUMNS = (
     ("granted_run", "int"),
     ("granted_at", "timestamptz"),
     ("held_until", "timestamptz"),
+    ("workflow_id", "varchar"),
+    ("ref", "varchar"),
+    ("depends_on", "json"),
+    ("deps_left", "int"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("

@@ -86,13 +86,13 @@ class JobBatches:
         return list(zip(final, locked, strict=True))
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
-        recorded = await self.store.finish([outcome for outcome, _ in items])
+        recorded, followed = await self.store.finish([outcome for outcome, _ in items])
         done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
         self.finished([outcome.job for outcome in done])
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
-        self.outbox.publish_soon([staged for staged in recorded if staged is not None])
+        self.outbox.publish_soon([*(staged for staged in recorded if staged is not None), *followed])
         self._release_soon([lock for _, lock in items])
         return recorded
 

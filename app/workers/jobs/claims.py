@@ -78,6 +78,8 @@ def _judge(job: JobRow, now: datetime) -> Verdict | Take:
         return Raced()
     if status == S.SCHEDULED:  # not its time: the scheduler publishes its message when it is due
         return Drop("job is scheduled")
+    if status == S.WAITING:  # its dependencies' outcomes release it, with a message of its own
+        return Drop("job is waiting for its dependencies")
     lease, due = job["lease_until"], job["next_attempt_at"]
     if status == S.RUNNING and lease is not None and lease > now:
         return Defer((lease - now).total_seconds())

@@ -2,7 +2,7 @@
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loguru import logger
@@ -191,15 +191,18 @@ class JobWorker:
         timeout = job["timeout_seconds"] or self.resources.settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
-        sealed = job.get("sealed")
-        run = (
-            run_attempt(ctx, job["payload"], timeout)
-            if sealed is None
-            else run_sealed(ctx, job, sealed, self.box, timeout)
-        )
-        attempt = asyncio.create_task(run)
+        attempt = asyncio.create_task(self._attempt(ctx, job, timeout))
         self.leases.hold(Lease(job, lock, attempt))
         return attempt
+
+    async def _attempt(self, ctx: JobContext, job: JobRow, limit_seconds: float) -> Any:
+        """One run of the handler, given its dependencies' results first when it has any (one read)."""
+        if job.get("depends_on"):
+            ctx = replace(ctx, dependencies=await self.store.dependency_results(job["depends_on"] or []))
+        sealed = job.get("sealed")
+        if sealed is None:
+            return await run_attempt(ctx, job["payload"], limit_seconds)
+        return await run_sealed(ctx, job, sealed, self.box, limit_seconds)
 
     async def _run(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
         attempt = self._start(job, lock)

@@ -1,0 +1,177 @@
+"""Workflows as the API serves them: submit (the workflow, its jobs and its edges in one transaction, then the
+jobs free to start published), read, list, cancel."""
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from loguru import logger
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from app.core.messages import job_event
+from app.core.statuses import JobStatus
+from app.models.rows import JobRow, job_row, job_with
+from app.models.tables import JOB_DEPENDENCIES, JOBS, WORKFLOWS
+from app.models.types import utcnow
+from app.schemas.workflow import WorkflowEnvelope, WorkflowItem
+from app.services.idempotency import IdempotencyConflict
+from app.services.jobs import JobService
+from app.services.submit import Draft, as_queued, insert_drafts, new_drafts
+from app.services.tenancy import Principal, visible_to
+from app.stores import steps
+from app.stores.flow.fair import LaneRef
+from app.stores.pagination import newest_first
+from app.stores.workflows import WorkflowStatus
+
+S = JobStatus
+Workflow = dict[str, Any]  # a workflows row, with `counts` and (one workflow) `jobs` as the API answers it
+CANCEL_TRIES = 3
+
+
+class CancelRaced(Exception):
+    """A workflow's cancel kept losing its compare-and-sets to jobs that moved meanwhile."""
+
+
+@dataclass
+class WorkflowService:
+    jobs: JobService
+
+    async def submit(
+        self, principal: Principal, envelope: WorkflowEnvelope, items: list[WorkflowItem], request_id: str | None
+    ) -> Workflow:
+        """Save the workflow, its jobs and its edges in one transaction, all or nothing; then publish the jobs
+        that may start now. Those with dependencies wait in the database (rule 18) until their outcomes release
+        them. An item's idempotency key taken already raises IdempotencyConflict, nothing saved."""
+        service, now = self.jobs, utcnow()
+        workflow_id = str(uuid.uuid4())
+        drafts = new_drafts(service.names, principal.client_id, [i.request for i in items], request_id, service.box)
+        ids = {item.ref: draft.job["id"] for item, draft in zip(items, drafts, strict=True)}
+        shaped = [self._shaped(workflow_id, item, draft, ids) for item, draft in zip(items, drafts, strict=True)]
+        refill: list[LaneRef] = []
+        if service.fairness is not None:  # the jobs free to start take their client's turns like any other
+            shaped, refill = await service.fairness.admit(shaped)
+        workflow = {
+            "id": workflow_id,
+            "client_id": principal.client_id,
+            "name": envelope.name,
+            "status": str(WorkflowStatus.RUNNING),
+            "on_failure": str(envelope.on_failure),
+            "jobs_total": len(items),
+            "unfinished": len(items),
+            "seq": 0,
+            "request_id": request_id,
+            "created_at": now,
+            "updated_at": now,
+            "finished_at": None,
+        }
+        edges = [
+            {"depends_on_id": ids[ref], "job_id": ids[item.ref], "workflow_id": workflow_id}
+            for item in items
+            for ref in item.depends_on
+        ]
+        try:
+            async with service.store.transaction() as conn:
+                await conn.execute(insert(WORKFLOWS), [workflow])
+                staged = await insert_drafts(service.store, conn, shaped)
+                if edges:
+                    await conn.execute(insert(JOB_DEPENDENCIES), edges)
+        except IntegrityError as exc:
+            taken = next((d for d in shaped if d.key is not None), None)
+            if taken is None:
+                raise
+            raise IdempotencyConflict.of(taken) from exc
+        try:
+            confirmed = await service.outbox.publish(staged)
+        except Exception:  # committed: the relay publishes what this could not
+            logger.exception("publishing workflow {}'s jobs failed; the relay will", workflow_id)
+            confirmed = [False] * len(staged)
+        if refill:
+            try:
+                await service.fairness.release(refill)  # type: ignore[union-attr]
+            except Exception as exc:
+                logger.warning("releasing jobs waiting their turn failed; the held_release loop will: {}", exc)
+        answered = [as_queued(d.job) if ok and not d.waits else d.job for d, ok in zip(shaped, confirmed, strict=True)]
+        counts: dict[str, int] = defaultdict(int)
+        for job in answered:
+            counts[job["status"]] += 1
+        return {**workflow, "counts": dict(counts), "jobs": _entries(answered)}
+
+    def _shaped(self, workflow_id: str, item: WorkflowItem, draft: Draft, ids: dict[str, str]) -> Draft:
+        """A job draft as a workflow's: its workflow, ref and dependencies; `waiting` (its outbox row the
+        `job.waiting` event, no lane message) when it has dependencies."""
+        depends_on = [ids[ref] for ref in item.depends_on]
+        job = job_with(draft.job, workflow_id=workflow_id, ref=item.ref, depends_on=depends_on)
+        job = job_with(job, deps_left=len(depends_on))
+        if not depends_on:
+            return replace(draft, job=job)
+        job = job_with(job, status=str(S.WAITING), seq=1)
+        return replace(draft, job=job, message=job_event(self.jobs.names, job, job["created_at"]))
+
+    async def get(self, principal: Principal, workflow_id: str) -> Workflow | None:
+        """The workflow with its jobs, if the caller may see it."""
+        async with self.jobs.engine.connect() as conn:
+            query = select(WORKFLOWS).where(WORKFLOWS.c.id == workflow_id, visible_to(WORKFLOWS, principal))
+            row = (await conn.execute(query)).first()
+            if row is None:
+                return None
+            jobs = await conn.execute(
+                select(JOBS).where(JOBS.c.workflow_id == workflow_id).order_by(JOBS.c.created_at, JOBS.c.id)
+            )
+            rows = [job_row(r._mapping) for r in jobs]
+        counts: dict[str, int] = defaultdict(int)
+        for job in rows:
+            counts[job["status"]] += 1
+        return {**row._mapping, "counts": dict(counts), "jobs": _entries(rows)}
+
+    async def page(
+        self, principal: Principal, status: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[Workflow], str | None]:
+        """Newest first, each with its jobs' counts; the cursor to the next page when more may follow."""
+        query = select(WORKFLOWS).where(visible_to(WORKFLOWS, principal))
+        if status:
+            query = query.where(WORKFLOWS.c.status == status)
+        rows, after = await newest_first(self.jobs.engine, WORKFLOWS, query, limit, cursor, "workflows")
+        counts: dict[str, dict[str, int]] = defaultdict(dict)
+        if rows:
+            tally = (
+                select(JOBS.c.workflow_id, JOBS.c.status, func.count().label("n"))
+                .where(JOBS.c.workflow_id.in_([r["id"] for r in rows]))
+                .group_by(JOBS.c.workflow_id, JOBS.c.status)
+            )
+            async with self.jobs.engine.connect() as conn:
+                for found in await conn.execute(tally):
+                    counts[found.workflow_id][found.status] = int(found.n)
+        return [{**r, "counts": counts[r["id"]], "jobs": []} for r in rows], after
+
+    async def cancel(self, principal: Principal, workflow_id: str) -> Workflow | None:
+        """Every job of the workflow that has not started -> cancelled, in one transaction with what follows
+        (the workflow ends once its running jobs have); a job that started meanwhile runs to its end."""
+        if await self.get(principal, workflow_id) is None:
+            return None
+        store = self.jobs.store
+        for _ in range(CANCEL_TRIES):
+            async with store.transaction() as conn:
+                query = (
+                    select(JOBS)
+                    .where(JOBS.c.workflow_id == workflow_id, steps.CANCEL.guard())
+                    .order_by(JOBS.c.id)
+                    .with_for_update()
+                )
+                open_jobs = [job_row(r._mapping) for r in await conn.execute(query)]
+                cancelled, staged = await store.cancel_all(conn, open_jobs)
+            await self.jobs.outbox.publish(staged)
+            if len(cancelled) == len(open_jobs):
+                break
+        else:
+            raise CancelRaced(workflow_id)
+        return await self.get(principal, workflow_id)
+
+
+def _entries(jobs: list[JobRow]) -> list[dict[str, Any]]:
+    """A workflow's jobs as its `jobs` entries: each with the refs it depends on."""
+    refs = {job["id"]: job["ref"] for job in jobs}
+    return [
+        {"ref": job["ref"], "job": job, "depends_on": [refs.get(i, i) for i in job["depends_on"] or []]} for job in jobs
+    ]
