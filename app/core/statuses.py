@@ -98,6 +98,20 @@ class HeldReason(StrEnum):
     FAIR = "fair"  # its client has its share of the lane waiting already: it waits its turn
 
 
+class OnFailure(StrEnum):
+    """What a workflow does with the dependents of a job that ends dead-lettered or cancelled."""
+
+    CANCEL_DEPENDENTS = "cancel_dependents"  # every job downstream of it is cancelled
+    CONTINUE = "continue"  # a dependent runs once all of its dependencies have ended, however they ended
+
+
+class WorkflowStatus(StrEnum):
+    RUNNING = "running"  # some job is not yet terminal
+    SUCCEEDED = "succeeded"  # every job succeeded
+    FAILED = "failed"  # every job is terminal, and some job is dead-lettered
+    CANCELLED = "cancelled"  # every job is terminal, none dead-lettered, some cancelled
+
+
 class WorkerState(StrEnum):
     """A worker's state, as /ready and the workers API report it."""
 

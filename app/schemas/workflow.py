@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.core.statuses import OnFailure, WorkflowStatus
 from app.schemas.job import JobOptions, JobOut
 from app.schemas.page import Page
 from app.schemas.requests import REQUEST_CONFIG
-from app.stores.workflows import OnFailure, WorkflowStatus
 
 REF = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 

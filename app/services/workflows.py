@@ -11,7 +11,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from app.core.messages import job_event
-from app.core.statuses import JobStatus
+from app.core.statuses import JobStatus, WorkflowStatus
 from app.models.rows import JobRow, job_row, job_with
 from app.models.tables import JOB_DEPENDENCIES, JOBS, WORKFLOWS
 from app.models.types import utcnow
@@ -23,7 +23,6 @@ from app.services.tenancy import Principal, visible_to
 from app.stores import steps
 from app.stores.flow.fair import LaneRef
 from app.stores.pagination import newest_first
-from app.stores.workflows import WorkflowStatus
 
 S = JobStatus
 Workflow = dict[str, Any]  # a workflows row, with `counts` and (one workflow) `jobs` as the API answers it

@@ -9,10 +9,10 @@ from app.api.admission import admit, json_object, rate_limit
 from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.api.workflow_request import workflow_request
+from app.core.statuses import WorkflowStatus
 from app.schemas.workflow import WorkflowOut, WorkflowPage
 from app.services.idempotency import IdempotencyConflict
 from app.services.workflows import CancelRaced
-from app.stores.workflows import WorkflowStatus
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 

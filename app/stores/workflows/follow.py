@@ -19,7 +19,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import JobMessage, job_outgoing, workflow_event
-from app.core.statuses import TERMINAL, JobStatus
+from app.core.statuses import TERMINAL, JobStatus, OnFailure, WorkflowStatus
 from app.models.rows import JobRow, job_row
 from app.models.setwise import per_row
 from app.models.tables import JOB_DEPENDENCIES as DEPS
@@ -28,7 +28,6 @@ from app.models.types import utcnow
 from app.stores import steps
 from app.stores.jobs.moves import Change, Move
 from app.stores.outbox import Pending
-from app.stores.workflows import OnFailure, WorkflowStatus
 
 if TYPE_CHECKING:
     from app.stores.jobs.portable import PortableJobs
