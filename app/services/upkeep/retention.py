@@ -16,8 +16,8 @@ from sqlalchemy.sql.dml import ReturningDelete
 
 from app.core import metrics
 from app.core.resources import Resources
-from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus
-from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
+from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus, WorkflowStatus
+from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS, WORKFLOWS
 from app.models.types import utcnow
 from app.services.artifacts import ArtifactService, artifact_service, remove_files
 from app.services.upkeep.janitor import DlqJanitor
@@ -57,6 +57,9 @@ class Retention:
     job_lifetimes: Mapping[JobStatus, float] = field(default_factory=dict)
     # Sweeps the broker's DLQ after dead jobs were deleted, so their messages go with them.
     janitor: DlqJanitor | None = None
+    # A finished workflow is deleted once this many days have passed since it finished and none of its jobs is
+    # left (each goes by its own status's lifetime); 0 keeps them.
+    workflow_days: float = 0
 
     @classmethod
     def from_settings(cls, resources: Resources) -> "Retention":
@@ -75,6 +78,7 @@ class Retention:
                 JobStatus.DEAD_LETTERED: settings.dead_job_retention_days,
             },
             janitor=DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq),
+            workflow_days=settings.job_retention_days,
         )
 
     async def sweep(self, now: datetime | None = None) -> Sweep:
@@ -94,6 +98,8 @@ class Retention:
             ),
             (JOB_EVENTS, JOB_EVENTS.c.job_id.in_(finished_long_ago) & (JOB_EVENTS.c.created_at < jobs_cutoff)),
         ]
+        if self.workflow_days > 0:
+            plan.append((WORKFLOWS, emptied_before(now - timedelta(days=self.workflow_days))))
         for table, old in plan:
             sweep.deleted[table.name] = await self._in_batches(table, old, sweep)
         if self.artifacts is not None:
@@ -151,6 +157,12 @@ class Retention:
         sweep = await self.sweep()
         if any(sweep.deleted.values()):
             logger.info("retention removed {} in {} batch(es)", sweep.deleted, sweep.batches)
+
+
+def emptied_before(cutoff: datetime) -> ColumnElement[bool]:
+    """Workflows that finished before `cutoff` and have no job left: retention took each of them already."""
+    left = select(JOBS.c.id).where(JOBS.c.workflow_id == WORKFLOWS.c.id)
+    return (WORKFLOWS.c.status != str(WorkflowStatus.RUNNING)) & (WORKFLOWS.c.finished_at < cutoff) & ~left.exists()
 
 
 def finished_before(status: JobStatus, cutoff: datetime, limit: int) -> Select[Any]:

@@ -13,9 +13,10 @@ crash can neither lose it nor do it twice, and two outcomes committed at once by
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Update, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import JobMessage, job_outgoing, workflow_event
@@ -120,17 +121,33 @@ async def _count_down(jobs: "PortableJobs", conn: AsyncConnection, parents: list
     if not counts:
         return []
     children = sorted(counts)
-    counted = per_row(JOBS.c.id, JOBS.c.deps_left, {c: by * counts[c] for c in children})
     await _locked(conn, children)  # in id order, as every transaction takes them: no two deadlock on them
-    moved = await conn.execute(
-        update(JOBS)
-        .where(JOBS.c.id.in_(children), JOBS.c.status == str(S.WAITING))
-        .values(deps_left=JOBS.c.deps_left + counted)
-        .returning(*JOBS.c)
-    )
+    moved = await conn.execute(counted_off({child: by * counts[child] for child in children}))
     ready = [job_row(row._mapping) for row in moved]
     ready = [job for job in ready if job["deps_left"] is not None and job["deps_left"] <= 0]
     return await jobs.cas(conn, steps.RELEASE, [Change(job) for job in ready]) if by < 0 else []
+
+
+def counted_off(steps_by_job: dict[str, int]) -> Update:
+    """Each waiting job's count of dependencies still to let it go moved by its step; RETURNING the rows."""
+    step = per_row(JOBS.c.id, JOBS.c.deps_left, steps_by_job)
+    return (
+        update(JOBS)
+        .where(JOBS.c.id.in_(sorted(steps_by_job)), JOBS.c.status == str(S.WAITING))
+        .values(deps_left=JOBS.c.deps_left + step)
+        .returning(*JOBS.c)
+    )
+
+
+def tallied(ended: dict[str, int], now: datetime) -> Update:
+    """Each workflow's count of unfinished jobs less the jobs of it that ended (a replayed one counts -1)."""
+    return (
+        update(WORKFLOWS)
+        .where(WORKFLOWS.c.id.in_(sorted(ended)))
+        .values(
+            unfinished=WORKFLOWS.c.unfinished - per_row(WORKFLOWS.c.id, WORKFLOWS.c.unfinished, ended), updated_at=now
+        )
+    )
 
 
 async def _locked(conn: AsyncConnection, job_ids: list[str]) -> list[JobRow]:
@@ -146,15 +163,11 @@ async def _tally(jobs: "PortableJobs", conn: AsyncConnection, left: Counter[str]
     ids = sorted(w for w in left if left[w] != 0)
     moved = {w: left[w] for w in ids}
     now = utcnow()
-    if ids:
+    if ids:  # locked in id order first, as every transaction takes them: no two deadlock on them
         await conn.execute(
-            update(WORKFLOWS)
-            .where(WORKFLOWS.c.id.in_(ids))
-            .values(
-                unfinished=WORKFLOWS.c.unfinished - per_row(WORKFLOWS.c.id, WORKFLOWS.c.unfinished, moved),
-                updated_at=now,
-            )
+            select(WORKFLOWS.c.id).where(WORKFLOWS.c.id.in_(ids)).order_by(WORKFLOWS.c.id).with_for_update()
         )
+        await conn.execute(tallied(moved, now))
     touched = sorted(set(ids) | replayed)
     if not touched:
         return []
