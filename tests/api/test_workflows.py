@@ -251,3 +251,15 @@ async def _with_status(api: Api, headers: dict[str, str], job_id: str, status: s
     found = await api.job(headers, job_id)
     await asyncio.sleep(0)
     return found if found["status"] == status else None
+
+
+async def test_a_workflows_jobs_keep_to_their_concurrency_key_once_released(api: Api, worker: JobWorker) -> None:
+    headers = await api.new_client("wf-keyed")
+    keyed = {"job_type": "sleep", "payload": {"seconds": 0.2}, "concurrency": {"key": "printer", "limit": 1}}
+    children = [{**keyed, "ref": f"k{n}", "depends_on": ["root"]} for n in range(4)]
+    created = await submit(api, headers, [job("root"), *children])
+
+    ended = await until_ended(api, headers, created["id"])
+    assert ended["status"] == "succeeded"
+    runs = sorted((at(j["started_at"]), at(j["finished_at"])) for r, j in by_ref(ended).items() if r != "root")
+    assert all(earlier[1] <= later[0] for earlier, later in zip(runs, runs[1:], strict=False))  # one at a time
