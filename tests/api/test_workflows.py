@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -262,4 +263,4 @@ async def test_a_workflows_jobs_keep_to_their_concurrency_key_once_released(api:
     ended = await until_ended(api, headers, created["id"])
     assert ended["status"] == "succeeded"
     runs = sorted((at(j["started_at"]), at(j["finished_at"])) for r, j in by_ref(ended).items() if r != "root")
-    assert all(earlier[1] <= later[0] for earlier, later in zip(runs, runs[1:], strict=False))  # one at a time
+    assert all(earlier[1] <= later[0] for earlier, later in pairwise(runs))  # one at a time

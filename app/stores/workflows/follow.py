@@ -71,8 +71,9 @@ async def follow(jobs: "PortableJobs", conn: AsyncConnection, moves: list[Move])
     await _count_down(jobs, conn, [j["id"] for j in replayed if on(j, OnFailure.CONTINUE)], +1)
     staged = await jobs.record(conn, [*cancelled, *released])
     pending = [event for _, event in staged]
-    messages = [job_outgoing(jobs.names, JobMessage.from_row(m.after)) for m in released]
-    pending += await jobs.outbox.stage(conn, messages, [m.after["id"] for m in released])
+    if released:  # each released job's lane message, owned by its job: its publish queues it
+        messages = [job_outgoing(jobs.names, JobMessage.from_row(m.after)) for m in released]
+        pending += await jobs.outbox.stage(conn, messages, [m.after["id"] for m in released])
     left = Counter(_workflow(job) for job in [*ended, *(m.after for m in cancelled)])
     left.subtract(_workflow(job) for job in replayed)
     pending += await _tally(jobs, conn, left, {_workflow(job) for job in replayed})
