@@ -5,6 +5,7 @@ import base64
 import contextlib
 import io
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -61,9 +62,34 @@ class Service:
 
         await wait_for(reached, within=WITHIN)
 
+    async def start_workflow(self, key: str, name: str, *jobs: dict[str, Any], **body: Any) -> dict[str, Any]:
+        answer = await self.http.post(
+            "/api/v1/workflows", json={"name": name, "jobs": jobs, **body}, headers=bearer(key)
+        )
+        assert answer.status_code == 201, answer.text
+        workflow: dict[str, Any] = answer.json()
+        return workflow
+
+    async def until_workflow(self, key: str, workflow_id: str, status: str) -> None:
+        async def reached() -> bool:
+            answer = await self.http.get(f"/api/v1/workflows/{workflow_id}", headers=bearer(key))
+            return bool(answer.json()["status"] == status)
+
+        await wait_for(reached, within=WITHIN)
+
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+def step(ref: str, *depends_on: str, job_type: str = "echo", **payload: Any) -> dict[str, Any]:
+    """One job of a workflow."""
+    return {"ref": ref, "job_type": job_type, "payload": payload, "depends_on": list(depends_on)}
+
+
+def job_ids(workflow: dict[str, Any]) -> dict[str, str]:
+    """Each job's id by its ref."""
+    return {entry["ref"]: entry["job"]["id"] for entry in workflow["jobs"]}
 
 
 @pytest.fixture(scope="module")
@@ -463,10 +489,160 @@ async def test_an_image_job_shows_its_image_in_the_page(service: Service, tab_of
     assert await image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [40, 30]
 
 
-async def test_a_client_key_sees_neither_another_clients_job_nor_the_workers(service: Service, tab_of: Tab) -> None:
+async def test_workflows_are_listed_filtered_by_status_paged_and_updated_live(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-workflows")
+    quick = [await service.start_workflow(key, f"quick-{n}", step("only")) for n in range(25)]
+    stopped = await service.start_workflow(
+        key, "stopped", step("nap", job_type="sleep", seconds=1), step("after", "nap")
+    )
+    cancelled = await service.http.post(f"/api/v1/workflows/{stopped['id']}/cancel", headers=bearer(key))
+    assert cancelled.status_code == 200, cancelled.text
+    for workflow in quick:
+        await service.until_workflow(key, workflow["id"], "succeeded")
+    await service.until_workflow(key, stopped["id"], "cancelled")
+    await sign_in(service, page, key)
+    await page.get_by_role("link", name="Workflows").click()
+    rows = page.locator("#workflows-table tr[data-workflow-id]")
+    await expect(rows).to_have_count(25)
+    await expect(rows.first).to_have_attribute("data-workflow-id", stopped["id"])  # the newest first
+    await page.get_by_role("button", name="Older").click()
+    await expect(rows).to_have_count(1)
+    await expect(rows.first).to_have_attribute("data-workflow-id", quick[0]["id"])
+    await page.get_by_role("button", name="Newer").click()
+    await expect(rows).to_have_count(25)
+
+    await page.locator("select[name=status]").select_option("cancelled")
+    await page.get_by_role("button", name="Filter").click()
+    await expect(rows).to_have_count(1)
+    await expect(rows.locator("[data-status]")).to_have_attribute("data-status", "cancelled")
+    assert page.url.endswith("#/workflows?status=cancelled")
+    await page.goto(f"{service.url}/dashboard#/workflows")
+    await expect(page.locator("#live-state")).to_have_text("Live updates: on")
+    await page.evaluate("window.stayed = true")  # gone if the page reloads
+    late = await service.start_workflow(key, "late", step("nap", job_type="sleep", seconds=3))
+    row = page.locator(f'tr[data-workflow-id="{late["id"]}"]')
+    await expect(row.locator("[data-status]")).to_have_attribute("data-status", "running")
+    await expect(row.locator("[data-status]")).to_have_attribute("data-status", "succeeded")
+    await expect(row.locator("td.num")).to_have_text("1 / 1")
+    assert await page.evaluate("window.stayed") is True
+    await row.get_by_role("link", name="late").click()
+    await expect(page.locator("#view h1")).to_contain_text("Workflow late")
+
+
+async def node_state(page: Page, ref: str) -> tuple[str, str]:
+    """A node's status and the fill its box is painted with."""
+    node = page.locator(f'#workflow-dag a.node[data-ref="{ref}"]')
+    status: str = await node.get_attribute("data-status") or ""
+    fill: str = await node.locator("rect").evaluate("rect => getComputedStyle(rect).fill")
+    return status, fill
+
+
+async def test_a_workflow_page_draws_its_jobs_as_a_graph_coloured_by_status(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-graph")
+    steps = [
+        step("render"),
+        step("thumbnail", "render", job_type="sleep", seconds=5),
+        step("pdf", "render"),
+        step("notify", "thumbnail", "pdf"),
+        step("archive", "notify"),
+        step("audit", "render", "archive"),  # an edge across two layers
+        step("cleanup"),
+    ]
+    workflow = await service.start_workflow(key, "monthly-invoices", *steps)
+    ids = job_ids(workflow)
+    await service.until_status(key, ids["thumbnail"], "running")
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")
+    nodes = page.locator("#workflow-dag a.node")
+    await expect(nodes).to_have_count(7)
+    layers = await nodes.evaluate_all("ns => Object.fromEntries(ns.map(n => [n.dataset.ref, Number(n.dataset.layer)]))")
+    assert layers == {"render": 0, "cleanup": 0, "thumbnail": 1, "pdf": 1, "notify": 2, "archive": 3, "audit": 4}
+    links = await nodes.evaluate_all("ns => Object.fromEntries(ns.map(n => [n.dataset.ref, n.getAttribute('href')]))")
+    assert links == {ref: f"#/jobs/{job_id}" for ref, job_id in ids.items()}
+    edges = await page.locator("#workflow-dag path.edge").evaluate_all(
+        "ps => ps.map(p => [p.dataset.from, p.dataset.to])"
+    )
+    assert {(parent, child) for parent, child in edges} == {(p, s["ref"]) for s in steps for p in s["depends_on"]}
+    await expect(page.locator('#workflow-dag a.node[data-ref="pdf"]')).to_have_attribute("data-status", "succeeded")
+    states = {ref: await node_state(page, ref) for ref in ("thumbnail", "pdf", "notify")}
+    assert [status for status, _ in states.values()] == ["running", "succeeded", "waiting"]
+    assert len({fill for _, fill in states.values()}) == 3  # each status its own colour
+    legend = page.locator("#dag-legend [data-status]")
+    assert "waiting" in await legend.evaluate_all("keys => keys.map(k => k.dataset.status)")
+    await expect(page.locator("#workflow-jobs tr[data-job-id]")).to_have_count(7)
+    await expect(page.locator("dd[data-field=on_failure]")).to_have_text("cancel_dependents")
+    await screenshot(page, "workflow")
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "succeeded")
+    await expect(page.locator('#workflow-dag a.node[data-status="succeeded"]')).to_have_count(7)
+    await expect(page.locator("#workflow-counts [data-count=succeeded]")).to_have_text("succeeded 7")
+
+
+async def test_a_node_changes_colour_as_its_job_moves_without_a_reload(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-live-graph")
+    workflow = await service.start_workflow(
+        key, "live", step("first", job_type="sleep", seconds=3), step("then", "first")
+    )
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")
+    await expect(page.locator("#live-state")).to_have_text("Live updates: on")
+    await page.evaluate("window.stayed = true")  # gone if the page reloads
+    then = page.locator('#workflow-dag a.node[data-ref="then"]')
+    await expect(then).to_have_attribute("data-status", "waiting")
+    _, waiting = await node_state(page, "then")
+    edge = page.locator('#workflow-dag path.edge[data-from="first"][data-to="then"]')
+    await expect(edge).not_to_have_class(re.compile(r"\bmet\b"))
+    await expect(then).to_have_attribute("data-status", "succeeded")
+    _, succeeded = await node_state(page, "then")
+    assert succeeded != waiting
+    await expect(edge).to_have_class(re.compile(r"\bmet\b"))
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "succeeded")
+    row = page.locator(f'#workflow-jobs tr[data-job-id="{job_ids(workflow)["then"]}"]')
+    await expect(row.locator("[data-status]")).to_have_attribute("data-status", "succeeded")
+    assert await page.evaluate("window.stayed") is True
+
+
+async def test_a_job_and_its_workflow_link_to_each_other(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-wf-links")
+    workflow = await service.start_workflow(key, "linked", step("parent"), step("child", "parent"))
+    ids = job_ids(workflow)
+    await service.until_workflow(key, workflow["id"], "succeeded")
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{ids['child']}")
+    links = page.locator("#workflow-links")
+    await expect(links.locator("dd[data-field=ref]")).to_have_text("child")
+    dependency = links.locator(f'.dependency[data-job-id="{ids["parent"]}"]')
+    await expect(dependency.locator("a")).to_have_attribute("href", f"#/jobs/{ids['parent']}")
+    await expect(dependency.locator("[data-status]")).to_have_attribute("data-status", "succeeded")
+    await links.get_by_role("link", name="linked").click()
+    assert page.url.endswith(f"#/workflows/{workflow['id']}")
+    await page.locator('#workflow-dag a.node[data-ref="parent"]').click()
+    assert page.url.endswith(f"#/jobs/{ids['parent']}")
+    await expect(page.locator("#workflow-links dd[data-field=depends_on]")).to_have_text("—")
+
+
+async def test_a_workflow_is_cancelled_from_its_page(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-wf-cancel")
+    workflow = await service.start_workflow(
+        key, "doomed", step("nap", job_type="sleep", seconds=2), step("after", "nap")
+    )
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")
+    await expect(page.locator("#live-state")).to_have_text("Live updates: on")
+    async with page.expect_event("dialog") as asked:
+        await page.get_by_role("button", name="Cancel workflow").click()
+    assert (await asked.value).message.startswith("Cancel the workflow doomed?")
+    await expect(page.locator("#toast")).to_have_text("Workflow cancelled.")
+    await expect(page.locator('#workflow-dag a.node[data-ref="after"]')).to_have_attribute("data-status", "cancelled")
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "cancelled")
+    await expect(page.get_by_role("button", name="Cancel workflow")).to_have_count(0)
+    await service.until_workflow(key, workflow["id"], "cancelled")
+
+
+async def test_a_client_key_sees_neither_another_clients_jobs_nor_the_workers(service: Service, tab_of: Tab) -> None:
     page, owner, other = tab_of.page, await service.new_key("dash-owner"), await service.new_key("dash-other")
     tab_of.expect_error(r"status of 40[34]")
     job = await service.submit(owner, job_type="echo", payload={"private": True})
+    workflow = await service.start_workflow(owner, "private", step("only"))
     await sign_in(service, page, other)
     await expect(page.locator("#nav a[data-page=workers]")).to_be_hidden()
     await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
@@ -474,6 +650,11 @@ async def test_a_client_key_sees_neither_another_clients_job_nor_the_workers(ser
     await page.goto(f"{service.url}/dashboard#/jobs")
     await expect(page.locator("#live-state")).to_have_text("Live updates: on")
     await expect(page.locator(f'tr[data-job-id="{job["id"]}"]')).to_have_count(0)
+    await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")
+    await expect(page.locator("#view .error")).to_have_text("No workflow with that id.")
+    await page.goto(f"{service.url}/dashboard#/workflows")
+    await expect(page.locator("#live-state")).to_have_text("Live updates: on")
+    await expect(page.locator("#workflows-table")).to_have_text("No workflows match.")
     await page.goto(f"{service.url}/dashboard#/workers")
     await expect(page.locator("#view .error")).to_have_text("This call needs an admin API key.")
 
@@ -489,11 +670,14 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
     paused = {"name": "all-pages", "cron": YEARLY, "job": {"job_type": "echo", "payload": {}}, "active": False}
     schedule = await service.http.post("/api/v1/schedules", json=paused, headers=bearer(key))
     schedule_row = f"#schedule-list tr[data-schedule-id='{schedule.json()['id']}']"
+    workflow = await service.start_workflow(key, "all-pages", step("one"), step("two", "one"))
     await sign_in(service, page, ADMIN_KEY)
     pages = {
         "overview": ("#/", "#dlq-stats"),
         "jobs-admin": ("#/jobs", "#jobs-table table"),
         "job-admin": (f"#/jobs/{job['id']}", "#audit-trail"),
+        "workflows-admin": ("#/workflows", "#workflows-table table"),
+        "workflow-admin": (f"#/workflows/{workflow['id']}", "#workflow-dag"),
         "schedules-admin": ("#/schedules", schedule_row),
         "dlq-admin": ("#/dlq", "#dlq-stats"),
         "webhooks-admin": ("#/webhooks", "#webhook-list"),
@@ -520,6 +704,9 @@ async def test_every_page_draws_without_errors_also_on_a_narrow_screen(
         await screenshot(narrow.page, "overview-narrow")
         await narrow.page.goto(f"{service.url}/dashboard#/schedules")  # a wide table and a form
         await expect(narrow.page.locator(schedule_row)).to_be_visible()
+        assert await sideways(narrow.page) <= 0
+        await narrow.page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")  # a graph wider than the screen
+        await expect(narrow.page.locator("#workflow-dag")).to_be_visible()
         assert await sideways(narrow.page) <= 0
         assert narrow.unexpected() == []
 

@@ -1,15 +1,9 @@
 // A small live line chart in SVG: one polyline per series over the last N seconds.
-const NS = "http://www.w3.org/2000/svg";
+import { svg } from "./dom.js";
+
 const WIDTH = 600;
 const HEIGHT = 160;
 const PAD = 28;
-
-function svg(tag, attributes = {}, text) {
-  const element = document.createElementNS(NS, tag);
-  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
-  if (text !== undefined) element.textContent = text;
-  return element;
-}
 
 export function lineChart(series, { seconds }) {
   const top = Math.max(1, ...series.flatMap((s) => s.values));

@@ -14,6 +14,16 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+// An SVG element: attributes as given, an optional text.
+export function svg(tag, attributes = {}, text) {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
 export function append(element, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;

@@ -9,11 +9,15 @@ import * as schedules from "./pages/schedules.js";
 import * as webhook from "./pages/webhook.js";
 import * as webhooks from "./pages/webhooks.js";
 import * as workers from "./pages/workers.js";
+import * as workflow from "./pages/workflow.js";
+import * as workflows from "./pages/workflows.js";
 
 const ROUTES = [
   [/^\/?$/, overview, "overview"],
   [/^\/jobs$/, jobs, "jobs"],
   [/^\/jobs\/([^/]+)$/, job, "jobs"],
+  [/^\/workflows$/, workflows, "workflows"],
+  [/^\/workflows\/([^/]+)$/, workflow, "workflows"],
   [/^\/schedules$/, schedules, "schedules"],
   [/^\/dlq$/, dlq, "dlq"],
   [/^\/webhooks$/, webhooks, "webhooks"],

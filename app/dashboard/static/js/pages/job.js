@@ -6,7 +6,7 @@ import { deliveryList } from "../deliveries.js";
 import { follow } from "../sse.js";
 
 const REFRESH_MS = 3000;
-const CANCELLABLE = new Set(["pending", "scheduled", "queued", "retrying"]);
+const CANCELLABLE = new Set(["waiting", "pending", "scheduled", "queued", "retrying"]);
 const FIELDS = [
   "id",
   "client_id",
@@ -37,6 +37,20 @@ function flowFacts(job, key) {
     ...(key ? [["key running", String(key.running)], ["key waiting", String(key.waiting)]] : []),
   ];
   return h("dl", { class: "facts", id: "flow" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
+}
+
+// A workflow's job: a link to its workflow, its ref, and a link to each job it depends on with that job's status.
+function workflowFacts(job, workflow, dependencies) {
+  const needs = dependencies.map((d) =>
+    h("span", { class: "dependency", "data-job-id": d.id }, h("a", { href: `#/jobs/${d.id}` }, d.ref), badge(d.status)),
+  );
+  const rows = [
+    ["workflow", h("a", { href: `#/workflows/${job.workflow_id}` }, workflow.name)],
+    ["ref", job.ref ?? "—"],
+    ["depends_on", needs.length ? needs : "—"],
+  ];
+  const items = rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]);
+  return h("dl", { class: "facts", id: "workflow-links" }, items);
 }
 
 const MOVE = new Set(["from", "to", "attempt"]);
@@ -115,12 +129,14 @@ export async function render(view, { ids: [id], signal }) {
     head: h("div"),
     artifact: h("div", { id: "artifact" }),
     fields: h("div"),
+    workflow: h("div"),
     flow: h("div"),
     data: h("div"),
     trail: h("div"),
     deliveries: h("div"),
   };
   const seen = {};
+  let workflow = null; // a job's workflow: its name is all this page shows, read once
   // Redraw only the parts whose data changed, so an open detail or a selection survives a refresh.
   const put = (name, value, draw) => {
     const text = JSON.stringify(value);
@@ -133,6 +149,11 @@ export async function render(view, { ids: [id], signal }) {
     );
     put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
     put("fields", job, (j) => section("Fields", facts(j)));
+    if (job.workflow_id) {
+      workflow ??= await api(`/api/v1/workflows/${job.workflow_id}`, { signal });
+      const dependencies = await Promise.all(job.depends_on.map((d) => api(`/api/v1/jobs/${d}`, { signal })));
+      put("workflow", dependencies, (d) => section("Workflow", workflowFacts(job, workflow, d)));
+    }
     const key = job.concurrency ? await api(`/api/v1/jobs/${id}/concurrency`, { signal }) : null;
     put("flow", { job, key }, ({ job: j, key: k }) => section("Flow control", flowFacts(j, k)));
     put("data", job, (j) =>

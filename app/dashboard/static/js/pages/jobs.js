@@ -3,17 +3,8 @@ import { api, jobTypes, query } from "../api.js";
 import { choice, filterForm, pager } from "../controls.js";
 import { badge, errorLine, h, replace, short, table, when } from "../dom.js";
 import { follow } from "../sse.js";
+import { JOB_STATUSES } from "../statuses.js";
 
-export const STATUSES = [
-  "pending",
-  "scheduled",
-  "queued",
-  "running",
-  "retrying",
-  "succeeded",
-  "dead_lettered",
-  "cancelled",
-];
 const LIMIT = 25;
 const RELOAD_MS = 1000;
 
@@ -48,7 +39,7 @@ export async function render(view, { who, params, signal }) {
   const live = h("p", { class: "hint", id: "live-state" }, "Live updates: connecting…");
   const filters = filterForm(
     "/jobs",
-    choice("status", "Status", STATUSES, params.get("status")),
+    choice("status", "Status", JOB_STATUSES, params.get("status")),
     choice("job_type", "Type", types, params.get("job_type")),
   );
   const pages = h("div", { class: "pager" });
@@ -71,9 +62,11 @@ export async function render(view, { who, params, signal }) {
     }, RELOAD_MS);
   };
   signal.addEventListener("abort", () => clearTimeout(reloading));
-  // A job on this page changes in place; a job not on it shows up by reloading the newest page.
+  // A job on this page changes in place; a job not on it shows up by reloading the newest page. The stream also
+  // carries workflow events, which name no job.
   const onMessage = ({ data }) => {
     const job = data.data.job;
+    if (!job) return;
     const row = rows.get(job.id);
     if (row) update(row, job);
     else if (cursors.length === 1) reloadSoon();

@@ -30,8 +30,9 @@ function throughput(signal) {
     );
   };
   // A job counts as submitted at its first status change (seq 1: queued, or running when the broker's confirm came
-  // late), as finished at a terminal status.
+  // late, or waiting for a workflow's job), as finished at a terminal status. A workflow's own end is no job's.
   const onMessage = ({ event, data }) => {
+    if (!event.startsWith("job.")) return;
     if (data.seq === 1) submitted.add();
     if (FINISHED.has(event)) finished.add();
   };
