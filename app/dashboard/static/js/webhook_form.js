@@ -1,11 +1,13 @@
 // The fields of a webhook endpoint, for creating one and for editing one.
 import { field, h } from "./dom.js";
 
+// An endpoint's default events (a job's), then those it may ask for by name (a workflow's end).
 export const EVENTS = ["job.succeeded", "job.dead_lettered", "job.retrying", "job.cancelled"];
+const WORKFLOW_EVENTS = ["workflow.succeeded", "workflow.failed", "workflow.cancelled"];
 
 function eventChoices(chosen) {
   const box = (event) => h("input", { type: "checkbox", name: "events", value: event, checked: chosen.has(event) });
-  return h("fieldset", {}, h("legend", {}, "Events"), EVENTS.map((e) => h("label", { class: "check" }, box(e), e)));
+  return h("fieldset", {}, h("legend", {}, "Events"), [...EVENTS, ...WORKFLOW_EVENTS].map((e) => h("label", { class: "check" }, box(e), e)));
 }
 
 export function webhookFields(hook = {}, { creating = false, types = [] } = {}) {
