@@ -7,7 +7,8 @@ const WORKFLOW_EVENTS = ["workflow.succeeded", "workflow.failed", "workflow.canc
 
 function eventChoices(chosen) {
   const box = (event) => h("input", { type: "checkbox", name: "events", value: event, checked: chosen.has(event) });
-  return h("fieldset", {}, h("legend", {}, "Events"), [...EVENTS, ...WORKFLOW_EVENTS].map((e) => h("label", { class: "check" }, box(e), e)));
+  const choices = [...EVENTS, ...WORKFLOW_EVENTS].map((e) => h("label", { class: "check" }, box(e), e));
+  return h("fieldset", {}, h("legend", {}, "Events"), choices);
 }
 
 export function webhookFields(hook = {}, { creating = false, types = [] } = {}) {
