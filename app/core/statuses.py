@@ -55,7 +55,6 @@ class DeliveryStatus(StrEnum):
     """A webhook delivery's status."""
 
     PENDING = "pending"
-    WAITING = "waiting"  # a workflow's job whose dependencies have not all succeeded (or, on "continue", ended)
     SUCCEEDED = "succeeded"
     FAILED = "failed"
 

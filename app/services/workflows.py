@@ -16,7 +16,7 @@ from app.models.rows import JobRow, job_row, job_with
 from app.models.tables import JOB_DEPENDENCIES, JOBS, WORKFLOWS
 from app.models.types import utcnow
 from app.schemas.workflow import WorkflowEnvelope, WorkflowItem
-from app.services.idempotency import IdempotencyConflict
+from app.services.idempotency import IdempotencyConflict, earlier_jobs
 from app.services.jobs import JobService
 from app.services.submit import Draft, as_queued, insert_drafts, new_drafts
 from app.services.tenancy import Principal, visible_to
@@ -76,8 +76,10 @@ class WorkflowService:
                 staged = await insert_drafts(service.store, conn, shaped)
                 if edges:
                     await conn.execute(insert(JOB_DEPENDENCIES), edges)
-        except IntegrityError as exc:
-            taken = next((d for d in shaped if d.key is not None), None)
+        except IntegrityError as exc:  # an item's idempotency key is an earlier job's: name that item
+            keyed = [d for d in shaped if d.key is not None]
+            earlier = await earlier_jobs(service.engine, principal.client_id, keyed) if keyed else {}
+            taken = next((d for d in keyed if d.index in earlier), None)
             if taken is None:
                 raise
             raise IdempotencyConflict.of(taken) from exc

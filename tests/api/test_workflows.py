@@ -264,3 +264,14 @@ async def test_a_workflows_jobs_keep_to_their_concurrency_key_once_released(api:
     assert ended["status"] == "succeeded"
     runs = sorted((at(j["started_at"]), at(j["finished_at"])) for r, j in by_ref(ended).items() if r != "root")
     assert all(earlier[1] <= later[0] for earlier, later in pairwise(runs))  # one at a time
+
+
+async def test_an_items_idempotency_key_taken_before_is_a_409_naming_that_item(api: Api) -> None:
+    headers = await api.new_client("wf-keys")
+    await submit(api, headers, [job("a", idempotency_key="k1")])
+    again = [job("x"), job("y", idempotency_key="k0"), job("z", idempotency_key="k1")]
+    answer = await api.client.post("/api/v1/workflows", json={"jobs": again}, headers=headers)
+    assert answer.status_code == 409, answer.text
+    assert (answer.json()["code"], answer.json()["index"]) == ("idempotency_conflict", 2)
+    listed = (await api.client.get("/api/v1/workflows", headers=headers)).json()["items"]
+    assert len(listed) == 1  # nothing of the second was saved

@@ -27,8 +27,8 @@ WORKFLOW_REQUEST_SCHEMA: dict[str, Any] = {
         "jobs": {
             "type": "array",
             "minItems": 1,
-            "maxItems": 500,
-            "description": "Each item a job request (as the body of POST /api/v1/jobs) with `ref` and `depends_on`.",
+            "description": "Each item a job request (as the body of POST /api/v1/jobs) with `ref` and `depends_on`; "
+            "at most MAX_WORKFLOW_JOBS items (500 unless the service sets another number).",
             "items": {
                 "allOf": [
                     {"$ref": "#/components/schemas/JobRequest"},
