@@ -14,6 +14,16 @@ from tests.support import ROOT, free_port, wait_for
 PAGE = ROOT / "docs" / "workflows.md"
 BLOCKS = ["workflow-setup", "workflow-chain", "workflow-fan", "workflow-failure", "workflow-replay", "workflow-cancel"]
 
+# Each workflow's end as the webhook endpoint gets it: its name, the event and its seq. order-7 ends twice: failed,
+# then, replayed (seq 2, no event), cancelled.
+ENDS = [
+    ("invoice-42", "workflow.succeeded", 1),
+    ("gallery", "workflow.succeeded", 1),
+    ("order-7", "workflow.failed", 1),
+    ("order-7", "workflow.cancelled", 3),
+    ("order-8", "workflow.succeeded", 1),
+]
+
 
 def test_the_page_marks_its_walk_throughs_in_order() -> None:
     assert list(marked_blocks(PAGE.read_text())) == BLOCKS
@@ -38,10 +48,7 @@ async def test_the_walk_throughs_run_as_a_script_against_a_live_service(tmp_path
         )
         stdout, err = await process.communicate()
         assert process.returncode == 0, err.decode() + stdout.decode()
-        try:
-            received = await wait_for(lambda: _printed(out, ENDS), within=20)
-        except AssertionError:
-            raise AssertionError(out.read_text()[-6000:] + "\n" + stdout.decode()) from None
+        received = await _received(out, stdout.decode())
     printed_lines = [_value(line) for line in stdout.decode().splitlines() if line]
     chain, fan, failure, replay, cancel = _split(printed_lines, [4, 2, 5, 5, 3])
     calls = [line.split(maxsplit=4) for line in received.splitlines()]
@@ -54,15 +61,15 @@ async def test_the_walk_throughs_run_as_a_script_against_a_live_service(tmp_path
     assert set(ends) - {("nightly", "workflow.cancelled", 1)} == set(ENDS)  # the last may follow the endpoint's delete
 
 
-# Each workflow's end as the webhook endpoint gets it: its name, the event and its seq. order-7 ends twice: failed,
-# then, replayed (seq 2, no event), cancelled.
-ENDS = [
-    ("invoice-42", "workflow.succeeded", 1),
-    ("gallery", "workflow.succeeded", 1),
-    ("order-7", "workflow.failed", 1),
-    ("order-7", "workflow.cancelled", 3),
-    ("order-8", "workflow.succeeded", 1),
-]
+async def _received(out: Path, script_output: str) -> str:
+    """What the receiver printed, once it has every end of ENDS; failing, what it and the script printed."""
+    try:
+        text = await wait_for(lambda: _printed(out, ENDS), within=20)
+    except AssertionError:
+        shown = await asyncio.to_thread(out.read_text)
+        raise AssertionError(f"{shown[-6000:]}\n{script_output}") from None
+    assert text is not None
+    return text
 
 
 def _value(line: str) -> Any:
