@@ -1,6 +1,7 @@
-"""A receiver that answers 200 to every POST and prints what came, without verifying anything: the endpoint the
-Postman collection's webhook and notification requests need (`python examples/accept_all.py`, then run the
-collection with `receiver_url` = http://127.0.0.1:9000). To verify signatures, use receiver.py or receiver.js."""
+"""A receiver that answers 200 to every POST and prints what came, one line each (the path, the webhook id, the
+event type and the body), without verifying anything: the endpoint the Postman collection's webhook and
+notification requests need (`python examples/accept_all.py`, then run the collection with `receiver_url` =
+http://127.0.0.1:9000). To verify signatures, use receiver.py or receiver.js."""
 
 import json
 import os
@@ -11,7 +12,7 @@ class AcceptAll(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"] or 0))
         kind = json.loads(body).get("type", "-") if body.startswith(b"{") else "-"
-        print("POST", self.path, self.headers.get("webhook-id", "-"), kind, flush=True)
+        print("POST", self.path, self.headers.get("webhook-id", "-"), kind, body.decode(errors="replace"), flush=True)
         self.send_response(200)
         self.end_headers()
 

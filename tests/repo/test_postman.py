@@ -52,6 +52,7 @@ def test_collection_is_postman_v21_with_its_variables() -> None:
         "run_id",
         "run_started_at",
         "job_id",
+        "workflow_id",
         "webhook_id",
         "webhook_secret",
         "delivery_id",
