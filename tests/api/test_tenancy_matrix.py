@@ -25,7 +25,7 @@ class Case:
 
     method: str
     path: str
-    kind: str  # which of the owner's objects it takes: job, artifact_job, dead_job, webhook, delivery, schedule
+    kind: str  # which of the owner's objects: job, artifact_job, dead_job, webhook, delivery, schedule, workflow
     body: dict[str, Any] | None = None
 
     @property
@@ -51,6 +51,8 @@ MATRIX = [
     Case("GET", "/api/v1/schedules/{id}", "schedule"),
     Case("PATCH", "/api/v1/schedules/{id}", "schedule", {"name": "taken over"}),
     Case("POST", "/api/v1/schedules/{id}/trigger", "schedule"),
+    Case("GET", "/api/v1/workflows/{id}", "workflow"),
+    Case("POST", "/api/v1/workflows/{id}/cancel", "workflow"),
     Case("POST", "/api/v1/webhooks/{id}/rotate-secret", "webhook"),
     Case("POST", "/api/v1/jobs/{id}/cancel", "job"),
     Case("POST", "/api/v1/jobs/{id}/retry", "dead_job"),
@@ -71,8 +73,15 @@ MISSING = {
     "webhook": str(uuid.uuid4()),
     "delivery": "msg_" + uuid.uuid4().hex,
     "schedule": str(uuid.uuid4()),
+    "workflow": str(uuid.uuid4()),
 }
 SCHEDULE = {"name": "owned", "cron": "0 3 * * *", "job": {"job_type": "echo", "payload": {}}}
+WORKFLOW = {
+    "jobs": [
+        {"ref": "a", "job_type": "echo", "payload": {}},
+        {"ref": "b", "job_type": "echo", "payload": {}, "depends_on": ["a"]},
+    ]
+}
 
 
 def test_every_route_with_a_path_parameter_is_in_the_matrix(api: Api) -> None:
@@ -113,6 +122,8 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
     assert hook.status_code == 201, hook.text
     schedule = await api.client.post("/api/v1/schedules", json=SCHEDULE, headers=owner)
     assert schedule.status_code == 201, schedule.text
+    workflow = await api.client.post("/api/v1/workflows", json=WORKFLOW, headers=owner)
+    assert workflow.status_code == 201, workflow.text
     batch = await api.client.post(
         "/api/v1/jobs/batch",
         json={"jobs": [{"job_type": "echo", "payload": {}, "concurrency": {"key": "owned", "limit": 1}}]},
@@ -140,6 +151,7 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         "webhook": hook.json()["id"],
         "delivery": delivery["id"],
         "schedule": schedule.json()["id"],
+        "workflow": workflow.json()["id"],
     }
 
 
@@ -155,7 +167,13 @@ def _shape(answer: httpx.Response) -> tuple[str, dict[str, Any]]:
 
 async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, str]) -> None:
     owned = set(objects.values())
-    for path in ("/api/v1/jobs", "/api/v1/jobs?status=succeeded", "/api/v1/dlq", "/api/v1/schedules"):
+    for path in (
+        "/api/v1/jobs",
+        "/api/v1/jobs?status=succeeded",
+        "/api/v1/dlq",
+        "/api/v1/schedules",
+        "/api/v1/workflows",
+    ):
         answer = await api.client.get(path, headers=other)
         assert answer.status_code == 200 and answer.json()["items"] == [], path
     assert (await api.client.get("/api/v1/webhooks", headers=other)).json() == []
