@@ -20,7 +20,7 @@ from app.models.tables import JOB_DEPENDENCIES, JOB_EVENTS, JOBS, OUTBOX, WORKFL
 from app.services.upkeep.retention import Retention, emptied_before
 from app.stores.artifacts.sql import SqlArtifacts
 from app.stores.jobs import JobStore, Outcome
-from app.stores.workflows.follow import counted_off, tallied
+from app.stores.workflows.counts import counted_off, tallied
 from app.workers.jobs.outcomes import succeeded
 from tests.conftest import NS
 from tests.support import make_job, stores_for

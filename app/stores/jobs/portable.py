@@ -23,6 +23,7 @@ from app.stores.outbox import Pending
 from app.stores.outbox.portable import PortableOutbox
 from app.stores.steps import Step
 from app.stores.workflows import follow
+from app.stores.workflows.counts import Counts
 
 S = JobStatus
 INSERT_JOBS = insert(JOBS)
@@ -62,6 +63,7 @@ class PortableJobs:
         self.names = names
         self.outbox = outbox
         self.lease_seconds = lease_seconds
+        self.counts = Counts()  # what follows a workflow's outcome moves these (stores/workflows/follow.py)
 
     def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection in a transaction of its own, committed as the block ends."""

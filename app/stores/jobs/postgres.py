@@ -31,6 +31,7 @@ from app.stores.outbox import Pending, rows_of, staged_event
 from app.stores.outbox.postgres import PgOutbox, outbox_columns
 from app.stores.postgres import PgConnections, to_json
 from app.stores.workflows import follow
+from app.stores.workflows.postgres import PgCounts
 
 
 class PgJobs(PortableJobs):
@@ -39,6 +40,7 @@ class PgJobs(PortableJobs):
     ) -> None:
         super().__init__(engine, names, outbox, lease_seconds)
         self.connections = connections
+        self.counts = PgCounts()
 
     def one_transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for work that is one statement here: sent alone, with no BEGIN or COMMIT."""

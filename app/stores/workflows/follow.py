@@ -13,16 +13,14 @@ crash can neither lose it nor do it twice, and two outcomes committed at once by
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Update, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import JobMessage, job_outgoing, workflow_event
 from app.core.statuses import TERMINAL, JobStatus, OnFailure, WorkflowStatus
 from app.models.rows import JobRow, job_row
-from app.models.setwise import per_row
 from app.models.tables import JOB_DEPENDENCIES as DEPS
 from app.models.tables import JOBS, WORKFLOWS
 from app.models.types import utcnow
@@ -59,7 +57,9 @@ async def follow(jobs: "PortableJobs", conn: AsyncConnection, moves: list[Move])
     replayed = [m.after for m in mine if _replayed(m)]
     if not ended and not replayed:
         return []
-    policies = await _policies(conn, {_workflow(job) for job in [*ended, *replayed]})
+    # A success lets its dependents go whatever the workflow's policy: read the policies only when it matters.
+    asked = [job for job in ended if job["status"] != S.SUCCEEDED] + replayed
+    policies = await _policies(conn, {_workflow(job) for job in asked}) if asked else {}
 
     def on(job: JobRow, policy: OnFailure) -> bool:
         return policies.get(_workflow(job)) == policy
@@ -117,38 +117,9 @@ async def _count_down(jobs: "PortableJobs", conn: AsyncConnection, parents: list
     reaches 0 are released (waiting -> pending): the moves made."""
     if not parents:
         return []
-    edges = await conn.execute(select(DEPS.c.job_id).where(DEPS.c.depends_on_id.in_(sorted(set(parents)))))
-    counts = Counter(row.job_id for row in edges)
-    if not counts:
-        return []
-    children = sorted(counts)
-    await _locked(conn, children)  # in id order, as every transaction takes them: no two deadlock on them
-    moved = await conn.execute(counted_off({child: by * counts[child] for child in children}))
-    ready = [job_row(row._mapping) for row in moved]
-    ready = [job for job in ready if job["deps_left"] is not None and job["deps_left"] <= 0]
+    counted = await jobs.counts.count_off(conn, parents, by)
+    ready = [job for job in counted if job["deps_left"] is not None and job["deps_left"] <= 0]
     return await jobs.cas(conn, steps.RELEASE, [Change(job) for job in ready]) if by < 0 else []
-
-
-def counted_off(steps_by_job: dict[str, int]) -> Update:
-    """Each waiting job's count of dependencies still to let it go moved by its step; RETURNING the rows."""
-    step = per_row(JOBS.c.id, JOBS.c.deps_left, steps_by_job)
-    return (
-        update(JOBS)
-        .where(JOBS.c.id.in_(sorted(steps_by_job)), JOBS.c.status == str(S.WAITING))
-        .values(deps_left=JOBS.c.deps_left + step)
-        .returning(*JOBS.c)
-    )
-
-
-def tallied(ended: dict[str, int], now: datetime) -> Update:
-    """Each workflow's count of unfinished jobs less the jobs of it that ended (a replayed one counts -1)."""
-    return (
-        update(WORKFLOWS)
-        .where(WORKFLOWS.c.id.in_(sorted(ended)))
-        .values(
-            unfinished=WORKFLOWS.c.unfinished - per_row(WORKFLOWS.c.id, WORKFLOWS.c.unfinished, ended), updated_at=now
-        )
-    )
 
 
 async def _locked(conn: AsyncConnection, job_ids: list[str]) -> list[JobRow]:
@@ -162,20 +133,12 @@ async def _tally(jobs: "PortableJobs", conn: AsyncConnection, left: Counter[str]
     """Each workflow's count of unfinished jobs moved by `left`'s negation; a workflow that reaches 0 ends (its
     status from its jobs', its event staged), one with a job replayed runs again."""
     ids = sorted(w for w in left if left[w] != 0)
-    moved = {w: left[w] for w in ids}
     now = utcnow()
-    if ids:  # locked in id order first, as every transaction takes them: no two deadlock on them
-        await conn.execute(
-            select(WORKFLOWS.c.id).where(WORKFLOWS.c.id.in_(ids)).order_by(WORKFLOWS.c.id).with_for_update()
-        )
-        await conn.execute(tallied(moved, now))
-    touched = sorted(set(ids) | replayed)
-    if not touched:
-        return []
-    rows = await conn.execute(select(WORKFLOWS).where(WORKFLOWS.c.id.in_(touched)).order_by(WORKFLOWS.c.id))
+    rows = await jobs.counts.tally(conn, {w: left[w] for w in ids}, now) if ids else []
+    if others := sorted(replayed - set(ids)):  # a workflow whose replay and end cancel out: read as it is
+        rows += [dict(r._mapping) for r in await conn.execute(select(WORKFLOWS).where(WORKFLOWS.c.id.in_(others)))]
     staged: list[Pending] = []
-    for row in rows.all():
-        workflow = dict(row._mapping)
+    for workflow in sorted(rows, key=lambda row: str(row["id"])):
         if workflow["unfinished"] <= 0 and workflow["status"] == WorkflowStatus.RUNNING:
             staged += await _end(jobs, conn, workflow, now)
         elif workflow["unfinished"] > 0 and workflow["status"] != WorkflowStatus.RUNNING:
