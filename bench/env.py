@@ -150,8 +150,9 @@ class BenchEnv:
             await conn.execute(
                 "TRUNCATE jobs, job_events, outbox, deliveries, delivery_attempts RESTART IDENTITY CASCADE"
             )
-            if await conn.fetchval("SELECT to_regclass($1)", BASELINE_TABLE):
-                await conn.execute(f"TRUNCATE {BASELINE_TABLE}")
+            for table in (BASELINE_TABLE, "workflows"):  # workflows: on a service that has them
+                if await conn.fetchval("SELECT to_regclass($1)", table):
+                    await conn.execute(f"TRUNCATE {table} CASCADE")
         finally:
             await conn.close()
         await self.purge_queues()

@@ -1,4 +1,4 @@
-"""The eleven scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The twelve scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -19,6 +19,10 @@ it started and returns table rows.
   soon a slot a finished job frees is taken by the next job of its key.
 - noisy (bench/noisy.py): a client's 20,000-job backlog drained while another client submits a job a second:
   the second's submit -> running, with fair turns and without, and the first's drain with and without it.
+- workflows (bench/workflows.py): one workflow of 1,000 jobs feeding one, submit -> the last succeeded, beside
+  1,001 independent jobs through the batch endpoint; a chain's handoff from a job's finish to the next one's
+  start, beside a concurrency key of limit 1 and a client that waits and submits; a workflow's submit beside a
+  batch's.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -43,6 +47,7 @@ from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
 from bench.soak import soak
 from bench.webhooks import webhooks
+from bench.workflows import workflows
 
 __all__ = ["FULL", "QUICK", "SCENARIOS", "Scenario", "Sizes"]
 
@@ -56,6 +61,7 @@ SCENARIOS: dict[str, Scenario] = {
     "retention": retention,
     "flow": flow,
     "noisy": noisy,
+    "workflows": workflows,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

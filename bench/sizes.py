@@ -27,6 +27,11 @@ class Sizes:
     prune_jobs: int  # finished jobs the retention scenario prunes beside each drain
     prune_rounds: int  # rounds of each arm (nothing pruned, pruning) in the retention scenario
     noisy_jobs: int  # client A's backlog in the noisy-neighbour scenario
+    workflow_fan_in: int  # the workflows scenario's independent jobs that all feed one final job
+    workflow_chain: int  # jobs in each of its chains (each depends on the one before)
+    workflow_rounds: int  # rounds of its fan-in arms (workflow, batch) and chains of each kind
+    workflow_submit_jobs: int  # jobs in each of its submits (a workflow, a batch)
+    workflow_submit_rounds: int  # rounds of its submits, each kind once a round
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
@@ -59,6 +64,11 @@ FULL = Sizes(
     prune_jobs=100_000,
     prune_rounds=3,
     noisy_jobs=20_000,
+    workflow_fan_in=1000,
+    workflow_chain=50,
+    workflow_rounds=3,
+    workflow_submit_jobs=500,
+    workflow_submit_rounds=9,
     scale_jobs=6000,
     scale_max_workers=4,
     soak_jobs=50_000,
@@ -87,6 +97,11 @@ QUICK = Sizes(
     prune_jobs=5000,
     prune_rounds=1,
     noisy_jobs=1000,
+    workflow_fan_in=100,
+    workflow_chain=20,
+    workflow_rounds=1,
+    workflow_submit_jobs=100,
+    workflow_submit_rounds=3,
     scale_jobs=300,
     scale_max_workers=2,
     soak_jobs=1000,

@@ -26,6 +26,7 @@ SCENARIOS = (
     "retention",
     "flow",
     "noisy",
+    "workflows",
     "overload",
     "scaling",
     "soak",
@@ -68,6 +69,9 @@ def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_f
     assert 0 < scenarios.QUICK.scale_jobs <= scenarios.FULL.scale_jobs
     assert 0 < scenarios.QUICK.prune_jobs <= scenarios.FULL.prune_jobs
     assert 0 < scenarios.QUICK.noisy_jobs <= scenarios.FULL.noisy_jobs
+    assert 0 < scenarios.QUICK.workflow_fan_in <= scenarios.FULL.workflow_fan_in
+    assert 1 < scenarios.QUICK.workflow_chain <= scenarios.FULL.workflow_chain
+    assert 0 < scenarios.QUICK.workflow_submit_jobs <= scenarios.FULL.workflow_submit_jobs <= 500  # a batch's most
     assert 1 < scenarios.QUICK.scale_max_workers <= scenarios.FULL.scale_max_workers
 
 
