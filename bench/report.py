@@ -71,20 +71,31 @@ def versions() -> dict[str, str]:
     return found
 
 
+def git_dirs(root: Path) -> tuple[Path, Path]:
+    """Where HEAD is and where the branches are: `.git` for both, or in a worktree (`.git` a file naming its own
+    git directory) that directory and the repository's common one."""
+    dot = root / ".git"
+    if not dot.is_file():
+        return dot, dot
+    own = Path(dot.read_text().partition("gitdir:")[2].strip())
+    common = own / "commondir"
+    return own, (own / common.read_text().strip()).resolve() if common.exists() else own
+
+
 def code_version(root: Path) -> str:
     """The commit checked out (read from .git, without running git) and a digest of app/ as it is on disk,
     which tells two runs of different working trees apart."""
     commit = "unknown"
-    head = root / ".git" / "HEAD"
     try:
-        ref = head.read_text().strip()
+        own, common = git_dirs(root)
+        ref = (own / "HEAD").read_text().strip()
         if ref.startswith("ref: "):
             name = ref[5:]
-            loose = root / ".git" / name
+            loose = common / name
             if loose.exists():
                 commit = loose.read_text().strip()
             else:
-                packed = (root / ".git" / "packed-refs").read_text().splitlines()
+                packed = (common / "packed-refs").read_text().splitlines()
                 commit = next((line.split()[0] for line in packed if line.endswith(" " + name)), "unknown")
         else:
             commit = ref
