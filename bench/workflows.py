@@ -247,14 +247,19 @@ async def _chain_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> G
     gaps = Gaps([], [], [])
     service = await _service(h, "workflows-chain", settings)
     try:
-        for round_ in range(sizes.workflow_rounds):
-            _, answer = await service.client.post(WORKFLOWS, _workflow(f"chain-{round_}", chain(sizes.workflow_chain)))
-            gaps.workflow += await _gaps(h, list(_ids(answer).values()))
-            gaps.keyed += await _gaps(h, await _keyed_chain(service.client, sizes.workflow_chain, round_))
-            gaps.client += await _gaps(h, await _client_chain(service.client, sizes.workflow_chain))
+        async with h.profiled("workflows-chain", service.worker):
+            await _chains(h, service.client, sizes, gaps)
     finally:
         await service.stop()
     return gaps
+
+
+async def _chains(h: Harness, client: Client, sizes: Sizes, gaps: Gaps) -> None:
+    for round_ in range(sizes.workflow_rounds):
+        _, answer = await client.post(WORKFLOWS, _workflow(f"chain-{round_}", chain(sizes.workflow_chain)))
+        gaps.workflow += await _gaps(h, list(_ids(answer).values()))
+        gaps.keyed += await _gaps(h, await _keyed_chain(client, sizes.workflow_chain, round_))
+        gaps.client += await _gaps(h, await _client_chain(client, sizes.workflow_chain))
 
 
 async def _keyed_chain(client: Client, length: int, round_: int) -> list[str]:
