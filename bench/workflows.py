@@ -22,7 +22,7 @@ A service without the workflows endpoint (404 or 405 to a one-job workflow) gets
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 from statistics import median
@@ -45,7 +45,14 @@ TARGET_CHAIN_P50_MS = 15.0
 TARGET_SUBMIT = 0.7  # workflow / batch, jobs/s
 CLIENT_WAIT_S = 30
 TIMES = "SELECT id, status, started_at, finished_at FROM jobs WHERE id = ANY($1::text[])"
-LAST_FINISH = "SELECT count(*) AS n, max(finished_at) AS last FROM jobs WHERE client_id = $1 AND status = 'succeeded'"
+STAGES = """
+SELECT job_id, event, min(created_at) AS at FROM job_events
+WHERE job_id = ANY($1::text[]) AND event IN ('pending', 'queued') GROUP BY job_id, event
+"""
+LAST_FINISH = """
+SELECT count(*) AS n, min(started_at) AS first, max(finished_at) AS last FROM jobs
+WHERE client_id = $1 AND status = 'succeeded'
+"""
 
 
 # -- the requests --------------------------------------------------------------------------------------------
@@ -160,11 +167,13 @@ class FanIn:
     batch: list[float]  # the batches', first send -> last job succeeded
     answered_ms: list[float]  # the workflow's POST answered
     leaves_s: list[float]  # submit -> the last leaf finished
+    leaves_rate: list[float]  # the leaves' drain, jobs/s: the first started -> the last finished
+    batch_rate: list[float]  # the batches' drain, the same way
     release_ms: list[float]  # the last leaf finished -> the final job running
 
 
 async def _fan_in_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> FanIn:
-    fan = FanIn([], [], [], [], [])
+    fan = FanIn([], [], [], [], [], [], [])
     for round_ in range(sizes.workflow_rounds):
         for arm in ("workflow", "batch") if round_ % 2 == 0 else ("batch", "workflow"):
             service = await _service(h, f"workflows-fan-in-{arm}", settings)
@@ -173,7 +182,7 @@ async def _fan_in_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> 
                     if arm == "workflow":
                         await _fan_in_workflow(h, service.client, sizes.workflow_fan_in, fan)
                     else:
-                        fan.batch.append(await _fan_in_batch(h, service.client, sizes.workflow_fan_in + 1))
+                        await _fan_in_batch(h, service.client, sizes.workflow_fan_in + 1, fan)
             finally:
                 await service.stop()
     return fan
@@ -188,13 +197,15 @@ async def _fan_in_workflow(h: Harness, client: Client, leaves: int, fan: FanIn) 
     rows = {row["id"]: row for row in await h.db.pool.fetch(TIMES, list(ids.values()))}
     final = rows[ids.pop("final")]
     last_leaf = max(rows[job_id]["finished_at"] for job_id in ids.values())
+    first_leaf = min(rows[job_id]["started_at"] for job_id in ids.values())
+    fan.leaves_rate.append(leaves / max((last_leaf - first_leaf).total_seconds(), 1e-6))
     fan.seconds.append((final["finished_at"] - sent).total_seconds())
     fan.answered_ms.append(answered * 1000)
     fan.leaves_s.append((last_leaf - sent).total_seconds())
     fan.release_ms.append((final["started_at"] - last_leaf).total_seconds() * 1000)
 
 
-async def _fan_in_batch(h: Harness, client: Client, jobs: int) -> float:
+async def _fan_in_batch(h: Harness, client: Client, jobs: int, fan: FanIn) -> None:
     """The same number of independent jobs through the batch endpoint: first send -> the last one succeeded."""
     bodies = [_batch([_echo(n) for n in range(start, min(jobs, start + BATCH))]) for start in range(0, jobs, BATCH)]
     sent = datetime.now(UTC)
@@ -202,7 +213,8 @@ async def _fan_in_batch(h: Harness, client: Client, jobs: int) -> float:
         await client.post(BATCHES, body)
     await h.wait_succeeded(jobs, drain_budget(jobs), "workflows fan-in baseline", CLIENT_ID)
     row = await h.db.pool.fetchrow(LAST_FINISH, CLIENT_ID)
-    return float((row["last"] - sent).total_seconds())
+    fan.batch.append((row["last"] - sent).total_seconds())
+    fan.batch_rate.append(jobs / max((row["last"] - row["first"]).total_seconds(), 1e-6))
 
 
 def _fan_in_rows(h: Harness, sizes: Sizes, fan: FanIn) -> list[Row]:
@@ -228,8 +240,11 @@ def _fan_in_rows(h: Harness, sizes: Sizes, fan: FanIn) -> list[Row]:
         Row(
             "workflows",
             "fan-out/fan-in's parts, medians: the POST answered ms / submit → the last leaf finished s / the last "
-            "leaf finished → the final job running ms",
-            f"{num(median(fan.answered_ms), 1)} / {num(median(fan.leaves_s), 3)} / {num(median(fan.release_ms), 1)}",
+            "leaf finished → the final job running ms / the leaves' drain jobs/s (first start → last finish)",
+            f"{num(median(fan.answered_ms), 1)} / {num(median(fan.leaves_s), 3)} / {num(median(fan.release_ms), 1)} / "
+            f"{num(median(fan.leaves_rate))}",
+            f"the batches' drain {num(median(fan.batch_rate))} jobs/s",
+            f"{num(ratio(median(fan.leaves_rate), median(fan.batch_rate), 3), 3)} x the batches' drain",
         ),
     ]
 
@@ -240,6 +255,11 @@ class Gaps:
     workflow: list[float]
     keyed: list[float]
     client: list[float]
+    # the workflow's handoffs in parts, ms: the dependency finished -> its dependent released (`pending`, the
+    # audit row's time) -> `queued` -> running
+    released: list[float] = field(default_factory=list)
+    queued: list[float] = field(default_factory=list)
+    claimed: list[float] = field(default_factory=list)
 
 
 async def _chain_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> Gaps:
@@ -257,7 +277,9 @@ async def _chain_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> G
 async def _chains(h: Harness, client: Client, sizes: Sizes, gaps: Gaps) -> None:
     for round_ in range(sizes.workflow_rounds):
         _, answer = await client.post(WORKFLOWS, _workflow(f"chain-{round_}", chain(sizes.workflow_chain)))
-        gaps.workflow += await _gaps(h, list(_ids(answer).values()))
+        ids = list(_ids(answer).values())
+        gaps.workflow += await _gaps(h, ids)
+        await _stages(h, ids, gaps)
         gaps.keyed += await _gaps(h, await _keyed_chain(client, sizes.workflow_chain, round_))
         gaps.client += await _gaps(h, await _client_chain(client, sizes.workflow_chain))
 
@@ -291,6 +313,17 @@ async def _gaps(h: Harness, ids: list[str]) -> list[float]:
     return [(b["started_at"] - a["finished_at"]).total_seconds() * 1000 for a, b in pairwise(rows)]
 
 
+async def _stages(h: Harness, ids: list[str], gaps: Gaps) -> None:
+    """The parts of each handoff of a workflow's chain (its jobs all succeeded), from the audit rows' times."""
+    rows = sorted(await h.db.pool.fetch(TIMES, ids), key=lambda row: row["started_at"])
+    at = {(row["job_id"], row["event"]): row["at"] for row in await h.db.pool.fetch(STAGES, ids)}
+    for before, job in pairwise(rows):
+        pending, queued = at[(job["id"], "pending")], at[(job["id"], "queued")]
+        gaps.released.append((pending - before["finished_at"]).total_seconds() * 1000)
+        gaps.queued.append((queued - pending).total_seconds() * 1000)
+        gaps.claimed.append((job["started_at"] - queued).total_seconds() * 1000)
+
+
 def _chain_rows(sizes: Sizes, gaps: Gaps) -> list[Row]:
     def p50_p95(values: list[float]) -> str:
         return f"{num(percentile(values, 50), 1)} / {num(percentile(values, 95), 1)}"
@@ -308,7 +341,13 @@ def _chain_rows(sizes: Sizes, gaps: Gaps) -> list[Row]:
             f"{num(ratio(p50, percentile(gaps.client, 50)), 2)} x client p50",
             f"p50 ≤ {TARGET_CHAIN_P50_MS:g} ms",
             p50 <= TARGET_CHAIN_P50_MS,
-        )
+        ),
+        Row(
+            "workflows",
+            "the chain's handoffs in parts, p50 / p95 ms: a job finished → its dependent released (`pending`) / "
+            "→ `queued` / → running (audit rows' times)",
+            f"{p50_p95(gaps.released)} · {p50_p95(gaps.queued)} · {p50_p95(gaps.claimed)}",
+        ),
     ]
 
 
