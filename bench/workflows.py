@@ -345,7 +345,8 @@ def _chain_rows(sizes: Sizes, gaps: Gaps) -> list[Row]:
         Row(
             "workflows",
             "the chain's handoffs in parts, p50 / p95 ms: a job finished → its dependent released (`pending`) / "
-            "→ `queued` / → running (audit rows' times)",
+            "→ `queued` / → running (audit rows' times; a claim that comes before the confirmation is recorded "
+            "writes `queued` itself)",
             f"{p50_p95(gaps.released)} · {p50_p95(gaps.queued)} · {p50_p95(gaps.claimed)}",
         ),
     ]
@@ -385,9 +386,12 @@ def _submit_rows(h: Harness, sizes: Sizes, rates: dict[str, list[float]]) -> lis
     batch = median(rates["batch"])
     fan, chained = median(rates["fan-out"]), median(rates["chain"])
     share = ratio(fan, batch, 3)
+    per_round = [fan_out / alone for fan_out, alone in zip(rates["fan-out"], rates["batch"], strict=True)]
     h.notes.append(
         f"workflows: submits, jobs/s of each request, {count} jobs a request, one request at a time: "
         + "; ".join(f"{kind} {' / '.join(num(r) for r in values)}" for kind, values in rates.items())
+        + f". The fan-out / the batch of the same round: median {num(median(per_round), 3)} x, rounds "
+        + " / ".join(num(r, 2) for r in per_round)
         + "."
     )
     figure = f"jobs/s submitted by one POST /api/v1/workflows of {count:,} echo jobs"
