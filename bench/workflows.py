@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from bench.harness import CLIENT_ID, Harness, Server
-from bench.procs import Proc, until
+from bench.procs import CpuMeter, Proc, until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 from bench.stats import percentile
@@ -163,29 +163,40 @@ async def _service(h: Harness, name: str, settings: dict[str, Any]) -> Service:
 # -- fan-out/fan-in ------------------------------------------------------------------------------------------
 @dataclass
 class FanIn:
-    seconds: list[float]  # the workflow's, submit -> final job succeeded
-    batch: list[float]  # the batches', first send -> last job succeeded
-    answered_ms: list[float]  # the workflow's POST answered
-    leaves_s: list[float]  # submit -> the last leaf finished
-    leaves_rate: list[float]  # the leaves' drain, jobs/s: the first started -> the last finished
-    batch_rate: list[float]  # the batches' drain, the same way
-    release_ms: list[float]  # the last leaf finished -> the final job running
+    seconds: list[float] = field(default_factory=list)  # the workflow's, submit -> the final job succeeded
+    batch: list[float] = field(default_factory=list)  # the batches', first send -> the last job succeeded
+    answered_ms: list[float] = field(default_factory=list)  # the workflow's POST answered
+    leaves_s: list[float] = field(default_factory=list)  # submit -> the last leaf finished
+    release_ms: list[float] = field(default_factory=list)  # the last leaf finished -> the final job running
+    leaves_rate: list[float] = field(default_factory=list)  # the leaves' drain, jobs/s: first start -> last finish
+    batch_rate: list[float] = field(default_factory=list)  # the batches' drain, the same way
+    # CPU ms per job of the job worker, the API and PostgreSQL over each arm, by arm
+    cpu: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 async def _fan_in_rounds(h: Harness, sizes: Sizes, settings: dict[str, Any]) -> FanIn:
-    fan = FanIn([], [], [], [], [], [], [])
+    fan = FanIn()
     for round_ in range(sizes.workflow_rounds):
         for arm in ("workflow", "batch") if round_ % 2 == 0 else ("batch", "workflow"):
             service = await _service(h, f"workflows-fan-in-{arm}", settings)
             try:
+                meter = CpuMeter({"job worker": service.worker, "API": service.api.proc})
                 async with h.profiled(f"workflows-fan-in-{arm}", service.worker):
                     if arm == "workflow":
                         await _fan_in_workflow(h, service.client, sizes.workflow_fan_in, fan)
                     else:
                         await _fan_in_batch(h, service.client, sizes.workflow_fan_in + 1, fan)
+                _cpu_per_job(meter, sizes.workflow_fan_in + 1, fan.cpu.setdefault(arm, {}))
             finally:
                 await service.stop()
     return fan
+
+
+def _cpu_per_job(meter: CpuMeter, jobs: int, into: dict[str, list[float]]) -> None:
+    wall = time.monotonic() - meter.started
+    for part, cores in meter.cores().items():
+        if part in ("job worker", "API", "PostgreSQL"):
+            into.setdefault(part, []).append(cores * wall / jobs * 1000)
 
 
 async def _fan_in_workflow(h: Harness, client: Client, leaves: int, fan: FanIn) -> None:
@@ -246,7 +257,28 @@ def _fan_in_rows(h: Harness, sizes: Sizes, fan: FanIn) -> list[Row]:
             f"the batches' drain {num(median(fan.batch_rate))} jobs/s",
             f"{num(ratio(median(fan.leaves_rate), median(fan.batch_rate), 3), 3)} x the batches' drain",
         ),
+        Row(
+            "workflows",
+            "fan-out/fan-in's CPU per job, ms, medians: job worker / API / PostgreSQL (each arm from its submit "
+            "to its last job succeeded)",
+            _cpu_cell(fan.cpu.get("workflow", {})),
+            f"the batches' {_cpu_cell(fan.cpu.get('batch', {}))}",
+            _cpu_ratios(fan.cpu),
+        ),
     ]
+
+
+PARTS = ("job worker", "API", "PostgreSQL")
+
+
+def _cpu_cell(cpu: dict[str, list[float]]) -> str:
+    return " / ".join(num(median(cpu[part]), 2) if cpu.get(part) else "n/a" for part in PARTS)
+
+
+def _cpu_ratios(cpu: dict[str, dict[str, list[float]]]) -> str:
+    mine, theirs = cpu.get("workflow", {}), cpu.get("batch", {})
+    shares = [ratio(median(mine[p]), median(theirs[p])) if mine.get(p) and theirs.get(p) else None for p in PARTS]
+    return " / ".join(f"{num(share, 2)} x" for share in shares)
 
 
 # -- a chain -------------------------------------------------------------------------------------------------
