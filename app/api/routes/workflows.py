@@ -22,7 +22,7 @@ WORKFLOW_REQUEST_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["jobs"],
     "properties": {
-        "name": {"type": "string", "maxLength": 200},
+        "name": {"type": ["string", "null"], "maxLength": 200},
         "on_failure": {"type": "string", "enum": ["cancel_dependents", "continue"], "default": "cancel_dependents"},
         "jobs": {
             "type": "array",
@@ -30,17 +30,17 @@ WORKFLOW_REQUEST_SCHEMA: dict[str, Any] = {
             "description": "Each item a job request (as the body of POST /api/v1/jobs) with `ref` and `depends_on`; "
             "at most MAX_WORKFLOW_JOBS items (500 unless the service sets another number).",
             "items": {
-                "allOf": [
-                    {"$ref": "#/components/schemas/JobRequest"},
-                    {
-                        "type": "object",
-                        "required": ["ref"],
-                        "properties": {
-                            "ref": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
-                            "depends_on": {"type": "array", "items": {"type": "string"}, "default": []},
-                        },
-                    },
-                ]
+                "type": "object",
+                "required": ["ref", "job_type", "payload"],
+                "properties": {
+                    "ref": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+                    "depends_on": {"type": "array", "items": {"type": "string"}, "default": []},
+                    "job_type": {"type": "string"},
+                    "payload": {},
+                },
+                "additionalProperties": True,
+                "description": "A job request (JobRequest: `job_type`, `payload` and its options) with `ref`, "
+                "unique in the workflow, and `depends_on`, refs of the same workflow.",
             },
         },
     },
