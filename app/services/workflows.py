@@ -2,13 +2,14 @@
 jobs free to start published), read, list, cancel."""
 
 import uuid
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
 from loguru import logger
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.messages import job_event
 from app.core.statuses import JobStatus, WorkflowStatus
@@ -23,6 +24,7 @@ from app.services.tenancy import Principal, visible_to
 from app.stores import steps
 from app.stores.flow.fair import LaneRef
 from app.stores.pagination import newest_first
+from app.stores.workflows.follow import job_counts
 
 S = JobStatus
 Workflow = dict[str, Any]  # a workflows row, with `counts` and (one workflow) `jobs` as the API answers it
@@ -94,10 +96,7 @@ class WorkflowService:
             except Exception as exc:
                 logger.warning("releasing jobs waiting their turn failed; the held_release loop will: {}", exc)
         answered = [as_queued(d.job) if ok and not d.waits else d.job for d, ok in zip(shaped, confirmed, strict=True)]
-        counts: dict[str, int] = defaultdict(int)
-        for job in answered:
-            counts[job["status"]] += 1
-        return {**workflow, "counts": dict(counts), "jobs": _entries(answered)}
+        return _with_jobs(workflow, answered)
 
     def _shaped(self, workflow_id: str, item: WorkflowItem, draft: Draft, ids: dict[str, str]) -> Draft:
         """A job draft as a workflow's: its workflow, ref and dependencies; `waiting` (its outbox row the
@@ -113,18 +112,13 @@ class WorkflowService:
     async def get(self, principal: Principal, workflow_id: str) -> Workflow | None:
         """The workflow with its jobs, if the caller may see it."""
         async with self.jobs.engine.connect() as conn:
-            query = select(WORKFLOWS).where(WORKFLOWS.c.id == workflow_id, visible_to(WORKFLOWS, principal))
-            row = (await conn.execute(query)).first()
+            row = await _visible(conn, principal, workflow_id)
             if row is None:
                 return None
             jobs = await conn.execute(
                 select(JOBS).where(JOBS.c.workflow_id == workflow_id).order_by(JOBS.c.created_at, JOBS.c.id)
             )
-            rows = [job_row(r._mapping) for r in jobs]
-        counts: dict[str, int] = defaultdict(int)
-        for job in rows:
-            counts[job["status"]] += 1
-        return {**row._mapping, "counts": dict(counts), "jobs": _entries(rows)}
+            return _with_jobs(row, [job_row(r._mapping) for r in jobs])
 
     async def page(
         self, principal: Principal, status: str | None, limit: int, cursor: str | None
@@ -134,23 +128,18 @@ class WorkflowService:
         if status:
             query = query.where(WORKFLOWS.c.status == status)
         rows, after = await newest_first(self.jobs.engine, WORKFLOWS, query, limit, cursor, "workflows")
-        counts: dict[str, dict[str, int]] = defaultdict(dict)
+        counts: dict[str, dict[str, int]] = {}
         if rows:
-            tally = (
-                select(JOBS.c.workflow_id, JOBS.c.status, func.count().label("n"))
-                .where(JOBS.c.workflow_id.in_([r["id"] for r in rows]))
-                .group_by(JOBS.c.workflow_id, JOBS.c.status)
-            )
             async with self.jobs.engine.connect() as conn:
-                for found in await conn.execute(tally):
-                    counts[found.workflow_id][found.status] = int(found.n)
-        return [{**r, "counts": counts[r["id"]], "jobs": []} for r in rows], after
+                counts = await job_counts(conn, [r["id"] for r in rows])
+        return [{**r, "counts": counts.get(r["id"], {}), "jobs": []} for r in rows], after
 
     async def cancel(self, principal: Principal, workflow_id: str) -> Workflow | None:
         """Every job of the workflow that has not started -> cancelled, in one transaction with what follows
         (the workflow ends once its running jobs have); a job that started meanwhile runs to its end."""
-        if await self.get(principal, workflow_id) is None:
-            return None
+        async with self.jobs.engine.connect() as conn:
+            if await _visible(conn, principal, workflow_id) is None:
+                return None
         store = self.jobs.store
         for _ in range(CANCEL_TRIES):
             async with store.transaction() as conn:
@@ -170,9 +159,17 @@ class WorkflowService:
         return await self.get(principal, workflow_id)
 
 
-def _entries(jobs: list[JobRow]) -> list[dict[str, Any]]:
-    """A workflow's jobs as its `jobs` entries: each with the refs it depends on."""
+async def _visible(conn: AsyncConnection, principal: Principal, workflow_id: str) -> dict[str, Any] | None:
+    """The workflow's row, if the caller may see it."""
+    query = select(WORKFLOWS).where(WORKFLOWS.c.id == workflow_id, visible_to(WORKFLOWS, principal))
+    row = (await conn.execute(query)).first()
+    return dict(row._mapping) if row else None
+
+
+def _with_jobs(workflow: dict[str, Any], jobs: list[JobRow]) -> Workflow:
+    """A workflow as one is answered: its jobs' counts by status, and its jobs, each with the refs it depends on."""
     refs = {job["id"]: job["ref"] for job in jobs}
-    return [
+    entries = [
         {"ref": job["ref"], "job": job, "depends_on": [refs.get(i, i) for i in job["depends_on"] or []]} for job in jobs
     ]
+    return {**workflow, "counts": dict(Counter(str(job["status"]) for job in jobs)), "jobs": entries}

@@ -94,16 +94,13 @@ class PgJobs(PortableJobs):
         events = events_of(self.names, moves)
         params = _finish_columns(now, rows, trail_of(moves), rows_of(events, now))
         followed: list[Pending] = []
-        if follow.concerns(moves):
-            async with self.engine.begin() as conn:
-                result = await postgres.rows(conn, FINISH_RECORDED, params)
-                taken = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
-                mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in taken]
+        follows = follow.concerns(moves)
+        async with self.engine.begin() if follows else self.connections.autocommit() as conn:
+            result = await postgres.rows(conn, FINISH_RECORDED, params)
+            moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
+            if follows:
+                mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in moved]
                 followed = await self.settle(conn, mine)
-        else:
-            async with self.connections.autocommit() as conn:
-                result = await postgres.rows(conn, FINISH_RECORDED, params)
-        moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
         staged = {row["message_id"]: int(row["outbox_id"]) for row in result if row["job_id"] is None}
         recorded = [
             Pending(staged[event.message_id or ""], event) if (o.job["id"], o.job["runs"]) in moved else None

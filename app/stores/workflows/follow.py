@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.core.messages import JobMessage, job_outgoing, workflow_event
+from app.core.messages import workflow_event
 from app.core.statuses import TERMINAL, JobStatus, OnFailure, WorkflowStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOB_DEPENDENCIES as DEPS
 from app.models.tables import JOBS, WORKFLOWS
 from app.models.types import utcnow
 from app.stores import steps
+from app.stores.jobs import holds
 from app.stores.jobs.moves import Change, Move
 from app.stores.outbox import Pending
 
@@ -72,8 +73,8 @@ async def follow(jobs: "PortableJobs", conn: AsyncConnection, moves: list[Move])
     staged = await jobs.record(conn, [*cancelled, *released])
     pending = [event for _, event in staged]
     if released:  # each released job's lane message, owned by its job: its publish queues it
-        messages = [job_outgoing(jobs.names, JobMessage.from_row(m.after)) for m in released]
-        pending += await jobs.outbox.stage(conn, messages, [m.after["id"] for m in released])
+        ready = [m.after for m in released]
+        pending += await jobs.outbox.stage(conn, holds.lane_messages(jobs.names, ready), [job["id"] for job in ready])
     left = Counter(_workflow(job) for job in [*ended, *(m.after for m in cancelled)])
     left.subtract(_workflow(job) for job in replayed)
     pending += await _tally(jobs, conn, left, {_workflow(job) for job in replayed})
@@ -148,7 +149,7 @@ async def _tally(jobs: "PortableJobs", conn: AsyncConnection, left: Counter[str]
 
 
 async def _end(jobs: "PortableJobs", conn: AsyncConnection, workflow: dict[str, Any], now: Any) -> list[Pending]:
-    counts = await job_counts(conn, workflow["id"])
+    counts = (await job_counts(conn, [workflow["id"]]))[workflow["id"]]
     status = final_status(counts)
     ended = {"status": str(status), "finished_at": now, "updated_at": now, "seq": workflow["seq"] + 1}
     await conn.execute(update(WORKFLOWS).where(WORKFLOWS.c.id == workflow["id"]).values(**ended))
@@ -156,12 +157,17 @@ async def _end(jobs: "PortableJobs", conn: AsyncConnection, workflow: dict[str, 
     return await jobs.outbox.stage(conn, [event])
 
 
-async def job_counts(conn: AsyncConnection, workflow_id: str) -> dict[str, int]:
-    """A workflow's jobs by status."""
+async def job_counts(conn: AsyncConnection, workflow_ids: list[str]) -> dict[str, dict[str, int]]:
+    """Each workflow's jobs by status, in one grouped read (a workflow with no job left: no counts)."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
     query = (
-        select(JOBS.c.status, func.count().label("n")).where(JOBS.c.workflow_id == workflow_id).group_by(JOBS.c.status)
+        select(JOBS.c.workflow_id, JOBS.c.status, func.count().label("n"))
+        .where(JOBS.c.workflow_id.in_(workflow_ids))
+        .group_by(JOBS.c.workflow_id, JOBS.c.status)
     )
-    return {row.status: int(row.n) for row in await conn.execute(query)}
+    for row in await conn.execute(query):
+        counts[row.workflow_id][row.status] = int(row.n)
+    return counts
 
 
 def final_status(counts: dict[str, int]) -> WorkflowStatus:
