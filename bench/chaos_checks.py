@@ -120,7 +120,9 @@ async def check_run(
     db = await asyncpg.connect(dsn)
     try:
         ids = [job_id for s in submitted for job_id in s.ids]
-        drained = await _settle(db, ids, receiver, restored, within, say)
+        names = Names(namespace)
+        in_flight = [names.webhook_events_queue, names.webhook_deliver_queue]
+        drained = await _settle(db, ids, receiver, (services.rabbit.url, in_flight), restored, within, say)
         findings = await _check(db, submitted, await _received(receiver))
         findings.drain_seconds = drained
         failed = int(await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'failed'"))
@@ -133,12 +135,24 @@ async def check_run(
 
 
 async def _settle(
-    db: Any, ids: list[str], receiver: str, restored: float, within: float, say: Callable[[str], None]
+    db: Any,
+    ids: list[str],
+    receiver: str,
+    broker: tuple[str, list[str]],
+    restored: float,
+    within: float,
+    say: Callable[[str], None],
 ) -> float | None:
-    """Wait until every job is final, the outbox is empty, no delivery is pending and the receiver has one
-    arrival per delivery; seconds from `restored`, or None when that did not happen within `within`."""
-    deadline, last = time.monotonic() + within, ""
+    """Wait until every job is final, the outbox is empty, no event or delivery waits in the broker's queues
+    (`broker`: its URL and those queues), no delivery is pending and the receiver has one arrival per delivery,
+    on two polls in a row; seconds from `restored`, or None when that did not happen within `within`.
+
+    The queues matter: an event whose outbox row is gone and whose deliveries are not yet saved is in none of
+    the tables, only in the webhook worker's queue (say while that worker restarts after a kill); the second
+    poll covers an event the worker holds unacknowledged while it saves its deliveries."""
+    deadline, last, quiet_since = time.monotonic() + within, "", None
     finals = [str(status) for status in TERMINAL]
+    url, queues = broker
     while time.monotonic() < deadline:
         open_jobs = await db.fetchval(
             "SELECT count(*) FROM jobs WHERE id = ANY($1::text[]) AND status <> ALL($2::text[])", ids, finals
@@ -147,12 +161,18 @@ async def _settle(
         pending = await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'pending'")
         delivered = await db.fetchval("SELECT count(*) FROM deliveries WHERE status = 'succeeded'")
         arrived = len({(r[2], r[3]) for r in (await _received(receiver))[0] if r[2] != NOTIFICATION})
-        state = f"{open_jobs} jobs not final, {outbox} outbox rows, {pending} deliveries pending"
+        waiting = sum(await _depths(url, queues))
+        state = (
+            f"{open_jobs} jobs not final, {outbox} outbox rows, {waiting} webhook messages queued, "
+            f"{pending} deliveries pending"
+        )
         if state != last:
             say(state)
             last = state
-        if open_jobs == outbox == pending == 0 and arrived >= delivered:
-            return time.monotonic() - restored
+        settled = open_jobs == outbox == waiting == pending == 0 and arrived >= delivered
+        if settled and quiet_since is not None:
+            return quiet_since - restored  # when it first looked settled
+        quiet_since = time.monotonic() if settled else None
         await asyncio.sleep(1)
     return None
 
