@@ -22,7 +22,7 @@ from app.stores.endpoints import EndpointStore
 from app.stores.endpoints.sql import SqlEndpoints
 from app.stores.flow import FairStore, FlowStore
 from app.stores.flow.fair import SqlFairness
-from app.stores.flow.postgres import PgFairness
+from app.stores.flow.postgres import PgFairness, PgFlow
 from app.stores.flow.sql import SqlFlow
 from app.stores.job_types import JobTypeStore
 from app.stores.job_types.sql import SqlJobTypes
@@ -67,7 +67,7 @@ def open_stores(engine: AsyncEngine, names: Names, lease_seconds: float, box: Se
         pg_outbox = PgOutbox(engine)
         pg_jobs = PgJobs(engine, names, pg_outbox, lease_seconds, connections)
         pg_deliveries = PgDeliveries(engine, names, pg_outbox, pg_jobs, box, connections)
-        flow = SqlFlow(engine, names, pg_outbox, lease_seconds)
+        flow: SqlFlow = PgFlow(engine, names, pg_outbox, lease_seconds, connections)
         pg_fair = PgFairness(engine, names, pg_outbox, connections)
         return Stores(pg_jobs, pg_outbox, pg_deliveries, *rows, flow, pg_fair, connections)
     outbox = PortableOutbox(engine)

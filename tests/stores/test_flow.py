@@ -91,6 +91,39 @@ async def test_a_key_grants_its_free_slots_and_holds_the_rest_in_order(engine: A
     assert [type(v) for v in await claim_many(engine, NAMES, REDIS_URL, [ids[2]])] == [Claimed]
 
 
+async def test_one_batch_judges_each_job_by_its_own_limit_oldest_first_beside_rate_keyed_jobs(
+    engine: AsyncEngine,
+) -> None:
+    """PostgreSQL judges a batch's plain jobs in one statement, the rate-keyed ones the portable way after them:
+    the n-th job of a key in the batch needs the slots in use + n within its own limit, and once one waits the
+    later ones wait behind it (the third, whose limit of 3 has room, waits behind the second's limit of 1); a
+    rate-keyed job's concurrency key counts the grants made before it."""
+    stores = stores_for(engine, NAMES)
+    client = a_client()
+    plain = [
+        (await keyed(engine, client, 1, concurrency_key="k", concurrency_limit=limit))[0] for limit in (2, 1, 3, 1)
+    ]
+    rated = await keyed(
+        engine, client, 2, concurrency_key="k2", concurrency_limit=1, rate_key="r", rate_starts=5, rate_period=60.0
+    )
+
+    admission = await stores.flow.admit(rated + plain)
+
+    assert admission.held == {plain[1], plain[2], plain[3], rated[1]}
+    assert admission.held_keys == {KeyRef(client, "k"), KeyRef(client, "k2")}
+    assert await held_of(engine, plain + rated) == {
+        plain[0]: None,
+        plain[1]: "concurrency",
+        plain[2]: "concurrency",
+        plain[3]: "concurrency",
+        rated[0]: None,
+        rated[1]: "concurrency",
+    }
+    assert await throttled_rows(engine, plain + rated) == sorted([plain[1], plain[2], plain[3], rated[1]])
+    assert await stores.flow.counts(client, "k") == KeyCounts(running=1, waiting=3)
+    assert (await stores.flow.admit(plain)).held == set()  # judged once: held or granted, none again
+
+
 async def test_two_clients_keys_of_one_name_are_their_own(engine: AsyncEngine) -> None:
     stores = stores_for(engine, NAMES)
     us, them = a_client(), a_client()

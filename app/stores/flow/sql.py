@@ -8,6 +8,7 @@ slot frees as its lease runs out. A rate window counts its `flow_starts` rows yo
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -43,6 +44,15 @@ from app.stores.jobs.holds import lane_messages
 from app.stores.outbox import OutboxStore, Pending
 
 
+class Admitted(NamedTuple):
+    """What an admission decided so far: the jobs it held, the keys that may have room for a held job, and the
+    concurrency keys of the jobs it held."""
+
+    held: dict[str, Hold]
+    room: set[KeyRef]
+    keys: set[KeyRef]
+
+
 class SqlFlow:
     def __init__(self, engine: AsyncEngine, names: Names, outbox: OutboxStore, lease_seconds: float) -> None:
         self.engine = engine
@@ -64,19 +74,29 @@ class SqlFlow:
             await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
             plain = [job for job in todo if job["rate_key"] is None]
             held, room = await self._admit_plain(conn, plain, now)
-            for job in todo:
-                if job["rate_key"] is None:
-                    continue
-                hold = await self._decide(conn, job, now, ordered=True)
-                if hold is None:
-                    await self._grant(conn, job, now)
-                elif await self._hold(conn, job, hold, now):
-                    held[job["id"]] = hold
-                    room.add(KeyRef(job["client_id"], job["concurrency_key"] or ""))
-            freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, len(todo))
-            staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
+            keys = {KeyRef(j["client_id"], j["concurrency_key"] or "") for j in plain if j["id"] in held}
+            rated = [job for job in todo if job["rate_key"] is not None]
+            return await self._admit_rated(conn, rated, now, Admitted(held, room, keys), len(todo))
+
+    async def _admit_rated(
+        self, conn: AsyncConnection, jobs: list[JobRow], now: datetime, done: Admitted, limit: int
+    ) -> Admission:
+        """Admit jobs with a rate key one by one, oldest first (their keys locked), after the plain ones (`done`);
+        then release up to `limit` jobs of each key that has room, in the same transaction. The whole admission."""
+        held, room, keys = dict(done.held), set(done.room), set(done.keys)
+        for job in jobs:
+            hold = await self._decide(conn, job, now, ordered=True)
+            if hold is None:
+                await self._grant(conn, job, now)
+            elif await self._hold(conn, job, hold, now):
+                held[job["id"]] = hold
+                ref = KeyRef(job["client_id"], job["concurrency_key"] or "")
+                room.add(ref)
+                if ref.key:
+                    keys.add(ref)
+        freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, limit)
+        staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
         windows = [hold.until for hold in held.values() if hold.until is not None]
-        keys = {KeyRef(j["client_id"], j["concurrency_key"]) for j in todo if j["id"] in held and j["concurrency_key"]}
         return Admission(set(held), staged, min(windows, default=None), keys)
 
     async def _admit_plain(
@@ -109,12 +129,7 @@ class SqlFlow:
     async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
         """See FlowStore.release."""
         now = utcnow()
-        async with self.engine.connect() as conn:  # most passes find nothing: reads, not a write transaction
-            # Only keys with held jobs take their locks: a run's end seldom has a job of its key waiting, and an
-            # admission that holds one meanwhile asks for a release itself once it commits (workers/jobs/flow.py).
-            refs = [] if keys is not None and not keys else await held_keys(conn, limit, keys)
-            windows = await conn.execute(select(C.id).where(C.held == str(RATE), C.held_until <= now).limit(1))
-            window_due = windows.first() is not None
+        refs, window_due = await self._to_release(keys, limit, now)
         released, staged = 0, []
         if refs:
             async with self.engine.begin() as conn:
@@ -128,6 +143,15 @@ class SqlFlow:
                 staged += await self.outbox.stage(conn, lane_messages(self.names, freed))
                 released += len(freed)
         return released, staged
+
+    async def _to_release(self, keys: Sequence[KeyRef] | None, limit: int, now: datetime) -> tuple[list[KeyRef], bool]:
+        """Which of `keys` (None: of every key) have held jobs, and whether a held job's rate window has passed.
+        Only keys with held jobs take their locks: a run's end seldom has a job of its key waiting, and an admission
+        that holds one meanwhile asks for a release itself once it commits (workers/jobs/flow.py)."""
+        async with self.engine.connect() as conn:  # most passes find nothing: reads, not a write transaction
+            refs = [] if keys is not None and not keys else await held_keys(conn, limit, keys)
+            windows = await conn.execute(select(C.id).where(C.held == str(RATE), C.held_until <= now).limit(1))
+            return refs, windows.first() is not None
 
     async def next_window(self) -> datetime | None:
         """See FlowStore.next_window."""

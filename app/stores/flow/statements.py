@@ -2,7 +2,7 @@
 holds a grant, which keys it locks (the locks themselves: `locks.py`); the counts of a key's slots; the
 compare-and-sets of its flow columns; a rate window's room."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -46,7 +46,7 @@ def holds_grant(job: JobRow, since: datetime) -> bool:
     return job["granted_run"] == job["runs"] + 1 and at is not None and at > since
 
 
-def key_locks(job: JobRow) -> list[Lock]:
+def key_locks(job: Mapping[str, Any]) -> list[Lock]:
     pairs = ((CONCURRENCY, job["concurrency_key"]), (RATE, job["rate_key"]))
     return [(str(kind), job["client_id"], key) for kind, key in pairs if key is not None]
 
