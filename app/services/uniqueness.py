@@ -50,6 +50,15 @@ def repeated(drafts: Sequence[Draft], repeats: dict[int, int]) -> dict[int, int]
     return found
 
 
+class UniqueHeld(Exception):
+    """An item whose unique key is held where no other job can stand in for it (a workflow's): `holder` says by
+    what, "job <id>" or "item <index>" of the same request."""
+
+    def __init__(self, draft: Draft, holder: str) -> None:
+        super().__init__(draft.unique)
+        self.key, self.index, self.holder = draft.unique or "", draft.index, holder
+
+
 async def holders(engine: AsyncEngine, drafts: Sequence[Draft]) -> dict[int, JobRow]:
     """The jobs that hold these drafts' unique keys (index -> job), keys held no longer released; no statement
     when no draft has a unique key."""
@@ -58,24 +67,39 @@ async def holders(engine: AsyncEngine, drafts: Sequence[Draft]) -> dict[int, Job
     async with engine.connect() as conn:
         found = await holders_in(conn, drafts)
         await conn.commit()
-    return found
+    return {d.index: found[taken] for d in drafts if (taken := slot(d)) in found}
 
 
-async def holders_in(conn: AsyncConnection, drafts: Sequence[Draft]) -> dict[int, JobRow]:
-    """`holders` in the caller's transaction."""
-    wanted = {taken: d.index for d in drafts if (taken := slot(d)) is not None}
+async def free(conn: AsyncConnection, drafts: Sequence[Draft]) -> list[Draft]:
+    """The drafts whose unique keys no job holds, nor an earlier draft of theirs, in the caller's transaction
+    (a schedule's firings: a firing whose key is held makes nothing)."""
+    held = set(await holders_in(conn, drafts))
+    kept = []
+    for draft in drafts:
+        taken = slot(draft)
+        if taken not in held:
+            kept.append(draft)
+        if taken is not None:
+            held.add(taken)
+    return kept
+
+
+async def holders_in(conn: AsyncConnection, drafts: Sequence[Draft]) -> dict[Slot, JobRow]:
+    """The jobs that hold these drafts' unique keys, by (client, key), keys held no longer released, in the
+    caller's transaction."""
+    wanted = {taken for d in drafts if (taken := slot(d)) is not None}
     if not wanted:
         return {}
     # Two INs rather than a row value's, which T-SQL lacks (DESIGN.md rule 14); the pairs are picked out here.
     clients, keys = sorted({c for c, _ in wanted}), sorted({k for _, k in wanted})
     query = select(JOBS).where(JOBS.c.unique_live.in_(keys), JOBS.c.client_id.in_(clients))
     rows = [job_row(row._mapping) for row in await conn.execute(query)]
-    live = [job for job in rows if (job["client_id"], job["unique_live"] or "") in wanted]
+    live = {(job["client_id"], job["unique_live"] or ""): job for job in rows}
     now = utcnow()
-    stale = [job["id"] for job in live if not holds(job, now)]
+    stale = {taken: job for taken, job in live.items() if taken in wanted and not holds(job, now)}
     if stale:
-        await release(conn, stale)
-    return {wanted[(j["client_id"], j["unique_live"] or "")]: j for j in live if j["id"] not in stale}
+        await release(conn, [job["id"] for job in stale.values()])
+    return {taken: job for taken, job in live.items() if taken in wanted and taken not in stale}
 
 
 async def release(conn: AsyncConnection, job_ids: list[str]) -> None:

@@ -6,7 +6,7 @@ says."""
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from app.core.config import Settings
 from app.main import create_app
 from app.models.tables import JOBS
 from tests.conftest import ADMIN_KEY, make_settings
-from tests.support import Api, api_with
+from tests.support import Api, api_with, wait_for
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -165,3 +165,69 @@ async def test_a_unique_key_differs_from_an_idempotency_key_and_bad_values_are_4
         assert answer.status_code == 422, (bad, answer.text)
         assert answer.json()["code"] == "validation_error"
         assert answer.json()["errors"][0]["loc"][:2] == ["body", "unique"], answer.text
+
+
+async def test_a_workflow_item_takes_a_unique_key_and_one_held_is_a_409_naming_it(api: Api) -> None:
+    headers = await api.new_client("unique-workflow")
+    held = (await api.submit(headers, unique={"key": "held"})).json()
+    item = {"job_type": "echo", "payload": {"n": 1}}
+    jobs = [{**item, "ref": "a", "unique": {"key": "fresh"}}, {**item, "ref": "b", "unique": {"key": "held"}}]
+
+    answer = await api.client.post("/api/v1/workflows", json={"jobs": jobs}, headers=headers)
+    assert answer.status_code == 409, answer.text
+    error = answer.json()
+    assert (error["code"], error["index"]) == ("unique_held", 1) and held["id"] in error["detail"]
+    twice = [{**item, "ref": "a", "unique": {"key": "same"}}, {**item, "ref": "b", "unique": {"key": "same"}}]
+    answer = await api.client.post("/api/v1/workflows", json={"jobs": twice}, headers=headers)
+    assert (answer.status_code, answer.json()["code"], answer.json()["index"]) == (409, "unique_held", 1)
+
+    made = await api.client.post("/api/v1/workflows", json={"jobs": jobs[:1]}, headers=headers)
+    assert made.status_code == 201, made.text
+    job = made.json()["jobs"][0]["job"]
+    assert job["unique"] == {"key": "fresh", "for_seconds": None}
+    again = await api.submit(headers, unique={"key": "fresh"})
+    assert (again.status_code, again.json()["id"], again.json()["workflow_id"]) == (200, job["id"], made.json()["id"])
+
+
+async def test_a_schedules_firing_makes_nothing_while_its_last_job_holds_the_key(api: Api) -> None:
+    headers = await api.new_client("unique-schedule")
+    body = {
+        "name": "sync",
+        "cron": "* * * * * *",
+        "timezone": "UTC",
+        "job": {"job_type": "echo", "payload": {"sync": True}, "unique": {"key": "sync"}},
+    }
+    made = (await api.client.post("/api/v1/schedules", json=body, headers=headers)).json()
+    try:
+        first = await wait_for(lambda: one_row(api, "unique-schedule", "sync"), within=10, interval=0.1)
+
+        async def fired_twice_since() -> bool:  # two firings after the job, each of which found the key held
+            schedule = await api.client.get(f"/api/v1/schedules/{made['id']}", headers=headers)
+            last = schedule.json()["last_run_at"]
+            return last is not None and at(last) >= first["created_at"].replace(microsecond=0) + timedelta(seconds=2)
+
+        await wait_for(fired_twice_since, within=10, interval=0.1)
+        assert [r["id"] for r in await unique_rows(api, "unique-schedule", "sync")] == [first["id"]]
+
+        await cancel(api, headers, first["id"])
+
+        async def replaced() -> list[dict[str, Any]] | None:
+            rows = await unique_rows(api, "unique-schedule", "sync")
+            return rows if len(rows) == 2 else None
+
+        rows = await wait_for(replaced, within=10, interval=0.1)
+        assert [(r["id"] == first["id"], r["unique_live"]) for r in rows] == [(True, None), (False, "sync")]
+    finally:
+        await api.client.delete(f"/api/v1/schedules/{made['id']}", headers=headers)
+
+
+async def one_row(api: Api, client_id: str, key: str) -> dict[str, Any] | None:
+    """The client's first job with `key`, with its creation time, once there is one."""
+    query = select(JOBS.c.id, JOBS.c.created_at).where(JOBS.c.client_id == client_id, JOBS.c.unique_key == key)
+    async with engine_of(api).connect() as conn:
+        row = (await conn.execute(query.order_by(JOBS.c.created_at))).first()
+    return dict(row._mapping) if row else None
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
