@@ -10,8 +10,9 @@ writes nothing for it, and a submit without a unique key pays no statement."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, Update, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.statuses import TERMINAL
@@ -90,10 +91,7 @@ async def holders_in(conn: AsyncConnection, drafts: Sequence[Draft]) -> dict[Slo
     wanted = {taken for d in drafts if (taken := slot(d)) is not None}
     if not wanted:
         return {}
-    # Two INs rather than a row value's, which T-SQL lacks (DESIGN.md rule 14); the pairs are picked out here.
-    clients, keys = sorted({c for c, _ in wanted}), sorted({k for _, k in wanted})
-    query = select(JOBS).where(JOBS.c.unique_live.in_(keys), JOBS.c.client_id.in_(clients))
-    rows = [job_row(row._mapping) for row in await conn.execute(query)]
+    rows = [job_row(row._mapping) for row in await conn.execute(holding(wanted))]
     live = {(job["client_id"], job["unique_live"] or ""): job for job in rows}
     now = utcnow()
     stale = {taken: job for taken, job in live.items() if taken in wanted and not holds(job, now)}
@@ -103,10 +101,22 @@ async def holders_in(conn: AsyncConnection, drafts: Sequence[Draft]) -> dict[Slo
 
 
 async def release(conn: AsyncConnection, job_ids: list[str]) -> None:
-    """Clear the unique keys of these jobs, found terminal and past their windows; a job that moved since it
-    was read (a dead-lettered job replayed) keeps its key."""
-    terminal = [str(status) for status in TERMINAL]
-    await conn.execute(
+    """Clear the unique keys of these jobs, found terminal and past their windows."""
+    await conn.execute(releasing(job_ids))
+
+
+def holding(slots: set[Slot]) -> Select[Any]:
+    """The jobs that hold any of these keys (and perhaps others of the same clients: the caller picks the pairs).
+    Two INs rather than a row value's, which T-SQL lacks (DESIGN.md rule 14); the filtered unique index serves it."""
+    clients, keys = sorted({c for c, _ in slots}), sorted({k for _, k in slots})
+    return select(JOBS).where(JOBS.c.unique_live.in_(keys), JOBS.c.client_id.in_(clients))
+
+
+def releasing(job_ids: list[str]) -> Update:
+    """The release's compare-and-set: only a job still terminal lets its key go (one replayed since it was read
+    keeps it); its window was checked on the row read, and never changes."""
+    terminal = [str(status) for status in sorted(TERMINAL)]
+    return (
         update(JOBS)
         .where(JOBS.c.id.in_(sorted(job_ids)), JOBS.c.status.in_(terminal), JOBS.c.unique_live.is_not(None))
         .values(unique_live=None)
