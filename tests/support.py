@@ -28,6 +28,7 @@ from app.core.secret_box import SecretBox
 from app.core.topology import Topology
 from app.models.tables import JOB_EVENTS, JOBS, OUTBOX
 from app.schemas.flow import flow_columns
+from app.schemas.unique import unique_columns
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
 from app.workers.jobs.batches import JobBatches
@@ -292,6 +293,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "ref": None,
         "depends_on": None,
         "deps_left": None,
+        **unique_columns(None),
     }
     return {**job, **overrides}
 

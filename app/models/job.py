@@ -82,12 +82,19 @@ class Job(Base):
     ref: Mapped[str | None] = mapped_column(String(64), nullable=True)
     depends_on: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     deps_left: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Unique jobs (docs/job-types.md): the key and window as submitted, and the key again while this job holds it
+    # (not terminal, or within its window): the submit that finds the job past both clears it, releasing the key.
+    unique_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    unique_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    unique_live: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
         partial_index(
             "uq_jobs_client_idempotency", "idempotency_key IS NOT NULL", "client_id", "idempotency_key", unique=True
         ),
+        # One job per client and unique key while it holds the key: the net under concurrent submits.
+        partial_index("uq_jobs_client_unique", "unique_live IS NOT NULL", "client_id", "unique_live", unique=True),
         Index("ix_jobs_client_created", "client_id", "created_at", "id"),
         Index("ix_jobs_created", "created_at", "id"),
         Index("ix_jobs_status_next", "status", "next_attempt_at"),

@@ -51,6 +51,9 @@ class JobRow(TypedDict):
     ref: str | None  # its name in its workflow
     depends_on: list[str] | None  # the ids of the jobs it waits for ([] in a workflow, None outside one)
     deps_left: int | None  # how many of those have not yet let it go
+    unique_key: str | None  # its unique key as submitted (docs/job-types.md), or None
+    unique_seconds: int | None  # how long after its creation it holds the key, finished or not
+    unique_live: str | None  # the unique key while this job holds it; None once released
 
 
 class DeliveryRow(TypedDict):

@@ -14,6 +14,7 @@ from app.schemas.page import Page
 from app.schemas.payloads.base import PayloadSpec
 from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime, WholeNumber
+from app.schemas.unique import Unique, shown_unique
 
 MAX_TIMEOUT_SECONDS = 1500  # below RabbitMQ's 30-minute consumer timeout
 MAX_DELAY_SECONDS = 365 * 24 * 3600  # a year
@@ -43,6 +44,9 @@ class JobOptions(BaseModel):
     )
     concurrency: Concurrency | None = Field(default=None, description="A concurrency key and its limit.")
     rate_limit: RateLimit | None = Field(default=None, description="A rate key: starts per period.")
+    unique: Unique | None = Field(
+        default=None, description="While the client's job with this key holds it, a submit answers 200 with that job."
+    )
     # Each job type's request model narrows these two: job_type to its name, payload to its model.
     job_type: str
     payload: Any
@@ -92,6 +96,7 @@ JOB_REQUEST_EXAMPLES: list[dict[str, Any]] = [
         "concurrency": {"key": "export:customer-7", "limit": 2},
         "rate_limit": {"key": "partner-api", "limit": 10, "period_seconds": 1},
     },
+    {"job_type": "echo", "payload": {"sync": "user-42"}, "unique": {"key": "sync-user-42", "for_seconds": 300}},
 ]
 
 
@@ -116,6 +121,7 @@ JOB_OUT_EXAMPLE: dict[str, Any] = {
     "finished_at": "2026-04-05T04:13:31.200000Z",
     "concurrency": None,
     "rate_limit": None,
+    "unique": None,
     "workflow_id": None,
     "ref": None,
     "depends_on": None,
@@ -145,6 +151,7 @@ class JobOut(BaseModel):
     run_at: datetime | None = Field(default=None, description="When a job submitted with a time is due.")
     concurrency: Concurrency | None = Field(default=None, description="As submitted; null when none.")
     rate_limit: RateLimit | None = Field(default=None, description="As submitted; null when none.")
+    unique: Unique | None = Field(default=None, description="As submitted; null when none.")
     workflow_id: str | None = Field(default=None, description="The workflow it belongs to; null when none.")
     ref: str | None = Field(default=None, description="Its name in its workflow.")
     depends_on: list[str] | None = Field(
@@ -154,9 +161,9 @@ class JobOut(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _flow(cls, data: Any) -> Any:
-        """A job row's flow-control columns as the two objects a client sent."""
+        """A job row's flow-control and unique-job columns as the objects a client sent."""
         if isinstance(data, dict) and "concurrency" not in data:
-            return {**data, **shown(data)}
+            return {**data, **shown(data), "unique": shown_unique(data)}
         return data
 
 
@@ -180,7 +187,7 @@ class Submitted(StrEnum):
 
     CREATED = "created"  # saved and confirmed by the broker
     PENDING = "pending"  # saved; the relay publishes it once the broker confirms
-    EXISTING = "existing"  # the same request under the same idempotency key: nothing new
+    EXISTING = "existing"  # the same request under the same idempotency key, or a unique key held: nothing new
 
 
 class BatchItemOut(BaseModel):
@@ -188,8 +195,8 @@ class BatchItemOut(BaseModel):
 
     outcome: Submitted = Field(
         description="`created`: saved and confirmed by the broker; `pending`: saved, published once the broker is "
-        "back (as a single submit's 202); `existing`: an earlier job with this idempotency key and request "
-        "(as a single submit's 200)."
+        "back (as a single submit's 202); `existing`: an earlier job with this idempotency key and request, or "
+        "the job holding this unique key (as a single submit's 200)."
     )
     job: JobOut
 

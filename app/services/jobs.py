@@ -16,6 +16,7 @@ from app.models.rows import JobRow, TrailEntry, job_row
 from app.models.tables import JOB_EVENTS as EVENTS
 from app.models.tables import JOBS
 from app.schemas.job import JobOptions, Submitted
+from app.services import uniqueness
 from app.services.fairness import Fairness
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
 from app.services.outbox import Outbox
@@ -29,6 +30,8 @@ __all__ = ["IdempotencyConflict", "JobService", "Submitted", "request_hash"]
 
 
 Outcomes = dict[int, tuple[JobRow, Submitted]]  # item index -> the job and how far it got
+# Inserts a unique key may take: one another submit's job took it meanwhile, or a job that held it then let it go.
+SAVE_TRIES = 3
 
 
 @dataclass
@@ -62,24 +65,26 @@ class JobService:
         reply_id: str | None = None,
     ) -> list[tuple[JobRow, Submitted]]:
         """Save every job of one request or none, then publish them with their confirms awaited together; return
-        each job and how far it got, in request order. An idempotency key used for another request raises."""
+        each job and how far it got, in request order. An idempotency key used for another request raises; a
+        unique key held makes nothing new (services/uniqueness.py)."""
         client = principal.client_id
         drafts = new_drafts(self.names, client, requests, request_id, self.box)
         if reply_id is not None:
             drafts = [d if d.scheduled else replace(d, message=expecting_reply(d.message, reply_id)) for d in drafts]
         repeats = repeated_keys(drafts)
-        unique = [d for d in drafts if d.index not in repeats]
-        keyed = [d for d in unique if d.key is not None]
+        repeats |= uniqueness.repeated(drafts, repeats)
+        first = [d for d in drafts if d.index not in repeats]
+        keyed = [d for d in first if d.key is not None]
         seen = await self._claim(client, keyed)
         try:
-            outcomes = await self._save_new(client, unique, await self._known(client, keyed, seen))
+            outcomes = await self._save_new(client, first, await self._known(client, keyed, seen))
         except Exception:
             await self._release(client, [d for d, held in zip(keyed, seen, strict=True) if held is None])
             raise
         if self.idempotency is not None:
             await self.idempotency.remember_many(client, [(d, outcomes[d.index][0]["id"]) for d in keyed])
-        for index, first in repeats.items():
-            outcomes[index] = (outcomes[first][0], Submitted.EXISTING)
+        for index, earlier in repeats.items():
+            outcomes[index] = (outcomes[earlier][0], Submitted.EXISTING)
         return [outcomes[d.index] for d in drafts]
 
     async def _claim(self, client_id: str, keyed: list[Draft]) -> list[Seen | None]:
@@ -107,13 +112,16 @@ class JobService:
 
     async def _save_new(self, client_id: str, drafts: list[Draft], known: dict[int, JobRow]) -> Outcomes:
         """Save the drafts no earlier job stands for; when the unique index finds one after all, take it and retry."""
+        known = {**known, **await uniqueness.holders(self.engine, [d for d in drafts if d.index not in known])}
+        tries = 0
         while new := [d for d in drafts if d.index not in known]:
             try:
                 filed = await self.submitter.file(new)
             except IntegrityError:
-                # Another submit saved one of these keys first (or Redis had forgotten it): the index caught it.
-                found = await earlier_jobs(self.engine, client_id, new)
-                if not found:
+                # Another submit saved one of these keys first (or Redis had forgotten it): an index caught it.
+                tries += 1
+                found = await self._taken(client_id, new)
+                if not found and (tries == SAVE_TRIES or not any(d.unique for d in new)):
                     raise
                 known = {**known, **found}
                 continue
@@ -121,6 +129,11 @@ class JobService:
                 raise IdempotencyConflict.of(filed.conflict)
             return await _outcomes(filed, known)
         return {index: (row, Submitted.EXISTING) for index, row in known.items()}
+
+    async def _taken(self, client_id: str, drafts: list[Draft]) -> dict[int, JobRow]:
+        """The jobs that hold these drafts' idempotency or unique keys now."""
+        found = await earlier_jobs(self.engine, client_id, drafts)
+        return {**found, **await uniqueness.holders(self.engine, [d for d in drafts if d.index not in found])}
 
     async def close(self) -> None:
         """Finish the submits in flight (shutdown); the outbox's own close forgets what they published."""

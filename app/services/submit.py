@@ -33,6 +33,7 @@ from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.schemas.flow import flow_columns
 from app.schemas.job import JobOptions
+from app.schemas.unique import unique_columns
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, sealed
 from app.stores.flow.fair import LaneRef
@@ -73,6 +74,11 @@ class Draft:
     @property
     def key(self) -> str | None:
         return self.job["idempotency_key"]
+
+    @property
+    def unique(self) -> str | None:
+        """The unique key this job would hold (services/uniqueness.py)."""
+        return self.job["unique_live"]
 
     @property
     def digest(self) -> str:
@@ -160,6 +166,7 @@ def new_job_row(
         "ref": None,
         "depends_on": None,
         "deps_left": None,
+        **unique_columns(request.unique),
     }
 
 
@@ -202,21 +209,20 @@ class Filed:
 
 def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
     """Who inserts what in one flush: the first request with a (client, key) inserts it, a later one with the
-    same request gets that job, a later one with another request a conflict (and saves nothing at all)."""
-    holders: dict[tuple[str, str], Draft] = {}
+    same request gets that job, a later one with another request a conflict (and saves nothing at all). A unique
+    key (services/uniqueness.py) the same, but any request under it gets the job that holds it."""
+    holders: dict[tuple[str, str, str], Draft] = {}
     filed = []
     for drafts in orders:
-        mine: dict[tuple[str, str], Draft] = {}
+        mine: dict[tuple[str, str, str], Draft] = {}
         repeats: dict[int, JobRow] = {}
         conflict = None
         for draft in drafts:
-            if draft.key is None:
-                continue
-            slot = (draft.job["client_id"], draft.key)
-            holder = holders.get(slot)
+            slots = _slots(draft)
+            holder = next((held for one in slots if (held := holders.get(one)) is not None), None)
             if holder is None:
-                mine[slot] = draft
-            elif holder.digest == draft.digest:
+                mine.update(dict.fromkeys(slots, draft))
+            elif holder.digest == draft.digest or _shares_unique(holder, draft):
                 repeats[draft.index] = holder.job
             else:
                 conflict = draft
@@ -227,6 +233,17 @@ def plan(orders: Sequence[list[Draft]]) -> list[Filed]:
         holders.update(mine)
         filed.append(Filed([d for d in drafts if d.index not in repeats], repeats))
     return filed
+
+
+def _slots(draft: Draft) -> list[tuple[str, str, str]]:
+    """The keys a draft takes in a flush: its idempotency key first, then its unique key."""
+    client = draft.job["client_id"]
+    keys = (("idempotency", draft.key), ("unique", draft.unique))
+    return [(client, kind, key) for kind, key in keys if key is not None]
+
+
+def _shares_unique(holder: Draft, draft: Draft) -> bool:
+    return draft.unique is not None and holder.unique == draft.unique
 
 
 class Submitter:

@@ -9,7 +9,7 @@ from typing import Any
 from loguru import logger
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import job_event
 from app.core.statuses import JobStatus, WorkflowStatus
@@ -17,10 +17,12 @@ from app.models.rows import JobRow, job_row, job_with
 from app.models.tables import JOB_DEPENDENCIES, JOBS, WORKFLOWS
 from app.models.types import utcnow
 from app.schemas.workflow import WorkflowEnvelope, WorkflowItem
+from app.services import uniqueness
 from app.services.idempotency import IdempotencyConflict, earlier_jobs
 from app.services.jobs import JobService
 from app.services.submit import Draft, as_queued, insert_drafts, new_drafts
 from app.services.tenancy import Principal, visible_to
+from app.services.uniqueness import UniqueHeld
 from app.stores import steps
 from app.stores.flow.fair import LaneRef
 from app.stores.pagination import newest_first
@@ -44,10 +46,12 @@ class WorkflowService:
     ) -> Workflow:
         """Save the workflow, its jobs and its edges in one transaction, all or nothing; then publish the jobs
         that may start now. Those with dependencies wait in the database (rule 18) until their outcomes release
-        them. An item's idempotency key taken already raises IdempotencyConflict, nothing saved."""
+        them. An item's idempotency key taken already raises IdempotencyConflict, its unique key held by a job
+        UniqueHeld (a job outside the workflow cannot stand in for its item), nothing saved."""
         service, now = self.jobs, utcnow()
         workflow_id = str(uuid.uuid4())
         drafts = new_drafts(service.names, principal.client_id, [i.request for i in items], request_id, service.box)
+        await _unique_free(service.engine, drafts)
         ids = {item.ref: draft.job["id"] for item, draft in zip(items, drafts, strict=True)}
         shaped = [self._shaped(workflow_id, item, draft, ids) for item, draft in zip(items, drafts, strict=True)]
         refill: list[LaneRef] = []
@@ -83,6 +87,7 @@ class WorkflowService:
             earlier = await earlier_jobs(service.engine, principal.client_id, keyed) if keyed else {}
             taken = next((d for d in keyed if d.index in earlier), None)
             if taken is None:
+                await _unique_free(service.engine, shaped)  # or its unique key, taken since the look before
                 raise
             raise IdempotencyConflict.of(taken) from exc
         try:
@@ -173,3 +178,15 @@ def _with_jobs(workflow: dict[str, Any], jobs: list[JobRow]) -> Workflow:
         {"ref": job["ref"], "job": job, "depends_on": [refs.get(i, i) for i in job["depends_on"] or []]} for job in jobs
     ]
     return {**workflow, "counts": dict(Counter(str(job["status"]) for job in jobs)), "jobs": entries}
+
+
+async def _unique_free(engine: AsyncEngine, drafts: list[Draft]) -> None:
+    """Raise UniqueHeld for the first item whose unique key a job holds, or another item of the workflow."""
+    first: dict[str, Draft] = {}
+    for draft in drafts:
+        if draft.unique is not None and (earlier := first.setdefault(draft.unique, draft)) is not draft:
+            raise UniqueHeld(draft, f"item {earlier.index}")
+    held = await uniqueness.holders(engine, drafts)
+    if held:
+        index = min(held)
+        raise UniqueHeld(drafts[index], f"job {held[index]['id']}")

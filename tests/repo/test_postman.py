@@ -85,7 +85,7 @@ def test_every_request_asserts_its_status_and_the_request_id() -> None:
 def test_every_created_job_is_saved_for_the_requests_that_follow() -> None:
     items = list(requests(load_collection()["item"]))
     creates = [item for item in items if endpoint(item["request"]) == ("POST", "/api/v1/jobs")]
-    assert len(creates) == 11
+    assert len(creates) == 13
     for item in creates:
         saves = 'pm.collectionVariables.set("job_id", ' in script(item)
         assert saves == ("have.status(201)" in script(item)), item["name"]

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -111,15 +112,46 @@ async def test_concurrent_singles_with_one_key_make_exactly_one_job(api: Api, db
     assert await count_jobs(db, "same-key") == 1
 
 
-async def test_two_submits_with_one_key_in_one_flush_insert_once(api: Api, db: AsyncEngine) -> None:
-    headers = await api.new_client("one-flush")
+@pytest.mark.parametrize(
+    "bodies",
+    [
+        [{"idempotency_key": "k"}, {"idempotency_key": "k"}],
+        [{"unique": {"key": "u"}, "payload": {"n": 1}}, {"unique": {"key": "u"}, "payload": {"n": 2}}],
+    ],
+    ids=["idempotency-key", "unique-key"],
+)
+async def test_two_submits_with_one_key_in_one_flush_insert_once(
+    api: Api, db: AsyncEngine, bodies: list[dict[str, Any]]
+) -> None:
+    client_id = "one-flush-" + next(iter(bodies[0]))
+    headers = await api.new_client(client_id)
     commit = submits(api)
     batches, items = commit.batches, commit.items
-    holder, first, second = await pile_up(api, db, headers, [{"idempotency_key": "k"}, {"idempotency_key": "k"}])
+    holder, first, second = await pile_up(api, db, headers, bodies)
     assert (holder.status_code, first.status_code, second.status_code) == (201, 201, 200)
-    assert second.json()["id"] == first.json()["id"]
+    assert second.json()["id"] == first.json()["id"] and second.json()["payload"] == first.json()["payload"]
     assert (commit.batches - batches, commit.items - items) == (2, 3)  # the holder, then both together
-    assert await count_jobs(db, "one-flush") == 2
+    assert await count_jobs(db, client_id) == 2
+
+
+async def test_a_submit_without_a_unique_key_sends_no_statement_for_one(api: Api) -> None:
+    headers = await api.new_client("not-unique")
+    engine = api.app.state.api.resources.engine
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    await api.submit(headers)  # the first submit's one-off reads (its key, the client) are not counted
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        plain = await api.submit(headers, payload={"n": 2})
+        unique = await api.submit(headers, payload={"n": 3}, unique={"key": "u"})
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    assert (plain.status_code, unique.status_code) == (201, 201)
+    looks = [s for s in sent if "unique_live IN" in s]
+    assert len(looks) == 1, sent  # the keyed submit's look for a holder; the plain one sent none
 
 
 async def test_a_key_for_another_request_in_the_same_flush_is_409_for_that_submit_only(
@@ -178,6 +210,24 @@ def test_the_plan_of_a_flush_gives_each_key_to_its_first_request() -> None:
     assert [f.inserted for f in filed] == [[first], [], [], [elsewhere], [keyless]]
     assert filed[1].repeats == {0: first.job}
     assert filed[2].conflict is other and filed[2].inserted == []
+
+
+def test_the_plan_of_a_flush_gives_each_unique_key_to_its_first_request_whatever_the_others_ask() -> None:
+    def draft(client: str, unique: str | None, digest: str, key: str | None = None) -> Draft:
+        job = make_job(client_id=client, unique_live=unique, request_hash=digest, idempotency_key=key)
+        return Draft(0, job, None)  # type: ignore[arg-type]
+
+    first, other, keyed, elsewhere, plain = (
+        draft("a", "u", "d1"),
+        draft("a", "u", "d2"),
+        draft("a", "u", "d3", key="i"),
+        draft("b", "u", "d2"),
+        draft("a", None, "d2"),
+    )
+    filed = plan([[first], [other], [keyed], [elsewhere], [plain]])
+    assert [f.inserted for f in filed] == [[first], [], [], [elsewhere], [plain]]
+    assert filed[1].repeats == filed[2].repeats == {0: first.job}
+    assert all(f.conflict is None for f in filed)
 
 
 async def test_a_request_that_leaves_while_its_flush_publishes_leaves_the_others_their_answer(api: Api) -> None:

@@ -22,6 +22,9 @@ FILTERED_INDEX = (
 )
 FINISHED_INDEX = "CREATE INDEX ix_jobs_status_finished ON jobs (status, finished_at) WHERE finished_at IS NOT NULL"
 HELD_INDEX = "CREATE INDEX ix_jobs_held ON jobs (held, job_type, created_at) WHERE held IS NOT NULL"
+UNIQUE_INDEX = (
+    "CREATE UNIQUE INDEX uq_jobs_client_unique ON jobs (client_id, unique_live) WHERE unique_live IS NOT NULL"
+)
 TABLES = {
     "jobs",
     "job_events",
@@ -74,6 +77,7 @@ def test_the_mssql_rendering_uses_portable_sql_and_never_loads_the_odbc_driver()
     assert FINISHED_INDEX in sql
     assert "CREATE TABLE job_type_pauses" in sql and "paused_at DATETIMEOFFSET NOT NULL" in sql
     assert "ALTER TABLE jobs ADD held VARCHAR(32) NULL" in sql and HELD_INDEX in sql
+    assert "ALTER TABLE jobs ADD unique_live VARCHAR(255) NULL" in sql and UNIQUE_INDEX in sql
     upper = sql.upper()
     for dialect_only in ("SKIP LOCKED", "FOR UPDATE", "NOW()", "CURRENT_TIMESTAMP"):
         assert dialect_only not in upper, dialect_only
@@ -83,7 +87,7 @@ def test_the_mssql_rendering_uses_portable_sql_and_never_loads_the_odbc_driver()
 def test_the_postgresql_rendering_has_the_filtered_index_and_aware_timestamps() -> None:
     sql, _ = render_offline(POSTGRES_URL)
 
-    assert FILTERED_INDEX in sql and FINISHED_INDEX in sql and HELD_INDEX in sql
+    assert FILTERED_INDEX in sql and FINISHED_INDEX in sql and HELD_INDEX in sql and UNIQUE_INDEX in sql
     assert "created_at TIMESTAMP WITH TIME ZONE NOT NULL" in sql
     assert "TIMESTAMP WITHOUT TIME ZONE" not in sql
     assert "now()" not in sql.lower()
@@ -109,7 +113,7 @@ def test_migrate_creates_every_table_on_a_fresh_sqlite_file_and_may_run_again(tm
     assert first.returncode == 0, first.stderr
     assert tables_of(database) == TABLES
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0011",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0013",)]
 
     second = run_migrate(database)
 

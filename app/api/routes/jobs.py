@@ -60,7 +60,11 @@ def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
     status_code=201,
     openapi_extra=_json_body({"$ref": REQUEST_SCHEMA_REF}),
     responses={
-        200: {"model": JobOut, "description": "The same request was sent before with this idempotency key."},
+        200: {
+            "model": JobOut,
+            "description": "The same request was sent before with this idempotency key, or the client's job with "
+            "this unique key holds it: that job, nothing new.",
+        },
         202: {"model": JobOut, "description": "Saved as `pending`; published once the broker is back."},
         409: {"description": "The idempotency key was used for a different request."},
         413: {"description": "The body is over the size limit."},

@@ -12,6 +12,7 @@ from app.api.workflow_request import workflow_request
 from app.core.statuses import WorkflowStatus
 from app.schemas.workflow import WorkflowOut, WorkflowPage
 from app.services.idempotency import IdempotencyConflict
+from app.services.uniqueness import UniqueHeld
 from app.services.workflows import CancelRaced
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
@@ -55,7 +56,10 @@ WORKFLOW_REQUEST_SCHEMA: dict[str, Any] = {
         "requestBody": {"required": True, "content": {"application/json": {"schema": WORKFLOW_REQUEST_SCHEMA}}}
     },
     responses={
-        409: {"description": "An item's idempotency key was used before (`index` names it); nothing was saved."},
+        409: {
+            "description": "An item's idempotency key was used before, or its unique key is held (`index` names "
+            "it); nothing was saved."
+        },
         413: {"description": "The body is over the batch size limit (`MAX_BATCH_BODY_BYTES`)."},
         422: {
             "description": "Empty, over MAX_WORKFLOW_JOBS jobs, an invalid item, a ref that is unknown or not "
@@ -81,6 +85,13 @@ async def submit_workflow(request: Request, response: Response, state: StateDep,
             "give that item a new key."
         )
         raise ApiError(409, "idempotency_conflict", detail, index=exc.index) from exc
+    except UniqueHeld as exc:
+        detail = (
+            f"Item {exc.index}'s unique key {exc.key} is held by {exc.holder}, so nothing in this workflow was "
+            "saved; a workflow's job cannot be one made before. Submit it once that job is finished, or without "
+            "the key."
+        )
+        raise ApiError(409, "unique_held", detail, index=exc.index) from exc
     return WorkflowOut.model_validate(workflow)
 
 

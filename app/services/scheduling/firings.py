@@ -16,6 +16,7 @@ from app.core.secret_box import SecretBox
 from app.models.rows import ScheduleRow
 from app.models.types import utcnow
 from app.schemas.job import JOB_REQUEST, JobOptions
+from app.services import uniqueness
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY, opened_job
 from app.services.scheduling.firing_limits import FiringLimits
@@ -83,7 +84,8 @@ async def fire_due(
 async def _new_jobs(
     schedules: ScheduleStore, conn: AsyncConnection, names: Names, firings: list[Firing], box: SecretBox
 ) -> list[Draft]:
-    """A draft per firing that has no job yet (a trigger or an earlier run may have made it)."""
+    """A draft per firing that has no job yet (a trigger or an earlier run may have made it), and whose unique
+    key no job holds: such a firing makes nothing, as a submit would."""
     drafts = []
     for firing in firings:
         try:
@@ -93,4 +95,4 @@ async def _new_jobs(
             continue
         drafts += new_drafts(names, firing.schedule["client_id"], [request], None, box)
     existing = await schedules.fired(conn, [d.key for d in drafts if d.key is not None])
-    return [d for d in drafts if (d.job["client_id"], d.key) not in existing]
+    return await uniqueness.free(conn, [d for d in drafts if (d.job["client_id"], d.key) not in existing])

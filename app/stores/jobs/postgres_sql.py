@@ -98,6 +98,9 @@ JOB_COLUMNS = (
     ("ref", "varchar"),
     ("depends_on", "json"),
     ("deps_left", "int"),
+    ("unique_key", "varchar"),
+    ("unique_seconds", "int"),
+    ("unique_live", "varchar"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("
