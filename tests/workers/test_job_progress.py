@@ -13,6 +13,7 @@ from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.broker import Broker
+from app.core.messages import loads
 from app.core.names import Names
 from app.core.topology import build_topology
 from app.handlers.base import JobContext
@@ -79,6 +80,19 @@ async def test_many_jobs_progress_is_one_statement_behind_each_runs_token(engine
     assert await progress_of(engine, other["id"]) == second
     assert await progress_of(engine, newer["id"]) is None
     assert await progress_of(engine, done["id"]) is None
+
+
+async def test_the_last_report_is_recorded_with_the_outcome_and_a_quiet_run_keeps_what_was_there(
+    engine: AsyncEngine,
+) -> None:
+    reported, quiet = await running(engine), await running(engine, progress=REPORT)  # an earlier run's report
+    last = {**REPORT, "fraction": 1.0, "message": "done"}
+    outcomes = [succeeded(with_last_report(reported, last), {"n": 1}), succeeded(with_last_report(quiet, None), 2)]
+    recorded = (await store(engine).finish(outcomes)).recorded
+    assert await progress_of(engine, reported["id"]) == last
+    assert await progress_of(engine, quiet["id"]) == REPORT
+    events = [loads(staged.message.body) for staged in recorded if staged is not None]
+    assert [event["data"]["job"]["progress"] for event in events] == [last, REPORT]  # the job.succeeded events
 
 
 def test_the_progress_write_renders_for_mssql_with_output_instead_of_returning() -> None:

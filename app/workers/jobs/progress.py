@@ -10,6 +10,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from loguru import logger
 
 from app.core.broker import Broker
 from app.core.database import is_unreachable
-from app.core.group_commit import GroupCommit
+from app.core.group_commit import GroupCommit, GroupCommitClosed
 from app.core.messages import progress_event
 from app.core.names import Names
 from app.handlers.base import ProgressSink
@@ -94,7 +95,9 @@ class Progress:
         if self._runs.get(run.job["id"]) is not run or run.last is None:
             return  # ended meanwhile: its outcome records the last report
         run.written_at = self.clock()
-        self.writes.submit((run.job, run.last)).add_done_callback(_logged)
+        # A worker that is stopping takes no more writes: the run's outcome, if it gets one, records the last report.
+        with suppress(GroupCommitClosed):
+            self.writes.submit((run.job, run.last)).add_done_callback(_logged)
 
     async def _write(self, items: list[tuple[JobRow, Report]]) -> list[bool]:
         reports = {job["id"]: (job, report) for job, report in items}  # a job twice: its latest report
