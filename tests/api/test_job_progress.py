@@ -3,37 +3,23 @@
 name `job.progress`, and to no other."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 from standardwebhooks.webhooks import Webhook
 
-from app.core.config import Settings
 from app.core.messages import event_id
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhooks.worker import WebhookWorker
-from tests.conftest import make_settings, start_worker
+from tests.api.test_workflow_events import settings, worker
 from tests.receiver import Receiver
 from tests.services.test_live import Message, served, stream
 from tests.support import Api, until_status, wait_for
 from tests.workers.test_webhooks import register
 
-__all__ = ["served"]  # the fixture, used by name
+__all__ = ["served", "settings", "worker"]  # the fixtures (a short keep-alive, a worker with its loops), by name
 
 SLEEP = {"job_type": "sleep", "payload": {"seconds": 2.2, "progress": True}}
-
-
-@pytest.fixture
-def settings() -> Settings:
-    return make_settings(live_ping_seconds=0.5)
-
-
-@pytest.fixture
-async def worker(settings: Settings) -> AsyncIterator[JobWorker]:
-    async with start_worker(JobWorker, settings, background=True) as running:
-        yield running
 
 
 async def submitted(api: Api, headers: dict[str, str]) -> str:
