@@ -1,4 +1,4 @@
-"""The twelve scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The thirteen scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -17,6 +17,8 @@ it started and returns table rows.
   retention loop pruning them and with their retention off, taking turns; what pruning costs the drain.
 - flow (bench/flow.py): the drain with its jobs spread over concurrency keys and without, taking turns; and how
   soon a slot a finished job frees is taken by the next job of its key.
+- progress (bench/progress.py): the drain of short sleep jobs reporting progress every 10 ms and without
+  progress, taking turns; what the reports (throttled to one write a second per job) cost.
 - noisy (bench/noisy.py): a client's 20,000-job backlog drained while another client submits a job a second:
   the second's submit -> running, with fair turns and without, and the first's drain with and without it.
 - workflows (bench/workflows.py): one workflow of 1,000 jobs feeding one, submit -> the last succeeded, beside
@@ -40,6 +42,7 @@ from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
 from bench.noisy import noisy
 from bench.overload import overload
+from bench.progress import progress
 from bench.report import Row
 from bench.retention import retention
 from bench.scaling import scaling
@@ -60,6 +63,7 @@ SCENARIOS: dict[str, Scenario] = {
     "metrics_cost": metrics_cost,
     "retention": retention,
     "flow": flow,
+    "progress": progress,
     "noisy": noisy,
     "workflows": workflows,
     "overload": overload,

@@ -294,6 +294,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "depends_on": None,
         "deps_left": None,
         **unique_columns(None),
+        "progress": None,
     }
     return {**job, **overrides}
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from app.core.broker import DIRECT_REPLY_TO, Outgoing
-from app.core.names import Names, broker_priority, event_type, lane_of
+from app.core.names import PROGRESS, Names, broker_priority, event_type, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
 RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set x-death
@@ -151,9 +151,20 @@ def event_id(job_id: str, seq: int) -> str:
 
 def job_event(names: Names, job: Mapping[str, Any], created_at: datetime) -> Outgoing:
     """The event that follows a status change, on the events exchange as job.<type>.<status>."""
+    return _event(names, job, event_id(job["id"], job["seq"]), job["status"], created_at)
+
+
+def progress_event(names: Names, job: Mapping[str, Any], at: datetime) -> Outgoing:
+    """A running job's `job.progress` event, its job showing the report. Not a status change: it carries the job's
+    seq as it is, and its id adds the report's time in milliseconds, so each report is an event of its own."""
+    report_id = f"{event_id(job['id'], job['seq'])}_p{round(at.timestamp() * 1000)}"
+    return _event(names, job, report_id, PROGRESS, at)
+
+
+def _event(names: Names, job: Mapping[str, Any], id_: str, kind: str, created_at: datetime) -> Outgoing:
     body = {
-        "id": event_id(job["id"], job["seq"]),
-        "type": event_type(job["status"]),
+        "id": id_,
+        "type": event_type(kind),
         "created_at": created_at,
         "seq": job["seq"],
         "data": {"job": public_job(job)},
@@ -161,10 +172,10 @@ def job_event(names: Names, job: Mapping[str, Any], created_at: datetime) -> Out
     headers = {REQUEST_ID_HEADER: job["request_id"]} if job.get("request_id") else {}
     return Outgoing(
         exchange=names.events_exchange,
-        routing_key=names.event_key(job["job_type"], job["status"]),
+        routing_key=names.event_key(job["job_type"], kind),
         body=dumps(body),
         headers=headers,
-        message_id=body["id"],
+        message_id=id_,
         mandatory=False,
     )
 
@@ -226,6 +237,7 @@ PUBLIC_FIELDS = (
     "workflow_id",
     "ref",
     "depends_on",
+    "progress",
 )
 
 

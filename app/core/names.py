@@ -17,7 +17,10 @@ def event_type(status: str) -> str:
 SUBSCRIBABLE_STATUSES = (JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED, JobStatus.RETRYING, JobStatus.CANCELLED)
 JOB_EVENTS = tuple(event_type(status) for status in SUBSCRIBABLE_STATUSES)
 WORKFLOW_EVENTS = ("workflow.succeeded", "workflow.failed", "workflow.cancelled")
-SUBSCRIBABLE_EVENTS = (*JOB_EVENTS, *WORKFLOW_EVENTS)
+# A running job's progress report (docs/progress.md): not a status, an event an endpoint asks for by name.
+PROGRESS = "progress"
+PROGRESS_EVENT = event_type(PROGRESS)
+SUBSCRIBABLE_EVENTS = (*JOB_EVENTS, PROGRESS_EVENT, *WORKFLOW_EVENTS)
 TEST_EVENT = "webhook.test"
 
 

@@ -10,7 +10,7 @@ from loguru import logger
 
 from app.core.backoff import Tier, busy_delays, job_tiers, schedule_tiers
 from app.core.config import Settings
-from app.core.names import SUBSCRIBABLE_STATUSES, Lane, Names, lane_max_priority
+from app.core.names import PROGRESS, SUBSCRIBABLE_STATUSES, Lane, Names, lane_max_priority
 
 # The deliveries of one message a quorum queue allows before it dead-letters the message (RabbitMQ counts every
 # return: a nack with requeue, a consumer's channel or node lost mid-message). The database's retry budget decides
@@ -143,6 +143,7 @@ def _webhook_part(settings: Settings, names: Names, tiers: list[Tier]) -> Topolo
             BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", status))
             for status in SUBSCRIBABLE_STATUSES
         ),
+        BindingSpec(names.webhook_events_queue, names.events_exchange, names.event_key("*", PROGRESS)),
         BindingSpec(names.webhook_events_queue, names.events_exchange, names.workflow_events_key),
         BindingSpec(names.webhook_deliver_queue, names.webhooks_exchange, names.webhook_deliver_key),
         BindingSpec(names.webhooks_dlq, names.webhooks_dlx, ""),

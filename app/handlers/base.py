@@ -10,6 +10,11 @@ from app.schemas.payloads.base import PayloadSpec
 
 T = TypeVar("T")
 
+MAX_PROGRESS_MESSAGE = 500  # characters of a progress message kept; the rest is cut
+
+# Where a run's progress reports go (the worker's, throttled): a fraction in 0..1 and a message.
+ProgressSink = Callable[[float, str | None], None]
+
 
 @dataclass(frozen=True)
 class HttpAnswer:
@@ -53,6 +58,17 @@ class JobContext:
     # A workflow's job: the results of the jobs it depends on, by their refs (docs/workflows.md), read once
     # before the run; empty for any other job.
     dependencies: Mapping[str, Any] = field(default_factory=dict)
+    progress_sink: ProgressSink | None = None  # None: reports go nowhere (a context built outside a worker)
+
+    async def progress(self, fraction: float, message: str | None = None) -> None:
+        """Report how far this run is: `fraction` from 0 to 1, and a short message. Cheap to call often: the
+        worker stores at most one report a second per job, and the last one with the outcome."""
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+            raise ValueError(f"ctx.progress takes a fraction from 0 to 1 (0.5 is half done), not {fraction!r}")
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"ctx.progress takes a message as a string or None, not {type(message).__name__}")
+        if self.progress_sink is not None:
+            self.progress_sink(float(fraction), message[:MAX_PROGRESS_MESSAGE] if message else message)
 
     def require_tools(self) -> JobTools:
         if self.tools is None:

@@ -87,6 +87,9 @@ class Job(Base):
     unique_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
     unique_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
     unique_live: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # What the handler last reported of its run (docs/progress.md): {"fraction", "message", "updated_at"}, or NULL.
+    # Written at most once a second per job, and the last value with the run's outcome.
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.

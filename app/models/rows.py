@@ -54,6 +54,7 @@ class JobRow(TypedDict):
     unique_key: str | None  # its unique key as submitted (docs/job-types.md), or None
     unique_seconds: int | None  # how long after its creation it holds the key, finished or not
     unique_live: str | None  # the unique key while this job holds it; None once released
+    progress: dict[str, Any] | None  # the handler's last report: fraction, message, updated_at
 
 
 class DeliveryRow(TypedDict):

@@ -125,7 +125,16 @@ JOB_OUT_EXAMPLE: dict[str, Any] = {
     "workflow_id": None,
     "ref": None,
     "depends_on": None,
+    "progress": None,
 }
+
+
+class JobProgress(BaseModel):
+    """What a running job's handler last reported (stored at most once a second, and its last report)."""
+
+    fraction: float = Field(ge=0, le=1, description="How far the run is, from 0 to 1.")
+    message: str | None = Field(default=None, description="The handler's short word on it, if any.")
+    updated_at: datetime = Field(description="When the handler reported it.")
 
 
 class JobOut(BaseModel):
@@ -156,6 +165,10 @@ class JobOut(BaseModel):
     ref: str | None = Field(default=None, description="Its name in its workflow.")
     depends_on: list[str] | None = Field(
         default=None, description="The ids of the jobs of its workflow it waits for; null outside a workflow."
+    )
+
+    progress: JobProgress | None = Field(
+        default=None, description="What its handler last reported of its run; null when it reported nothing."
     )
 
     @model_validator(mode="before")

@@ -25,7 +25,8 @@ from app.services.tenancy import Principal, visible_to
 
 STATUS_ROWS = [str(status) for status in JobStatus]
 PAGE_ROWS = 500
-EVENT_ID = re.compile(r"^evt_([0-9a-f]{32})_(\d{1,9})$")
+# A progress event's id adds `_p<ms>` (messages.progress_event): a reconnect after it resumes after its seq.
+EVENT_ID = re.compile(r"^evt_([0-9a-f]{32})_(\d{1,9})(?:_p\d{1,15})?$")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.names import WORKFLOW_EVENTS, Names, event_type
+from app.core.names import PROGRESS_EVENT, WORKFLOW_EVENTS, Names, event_type
 from app.core.statuses import TERMINAL, JobStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
@@ -15,7 +15,7 @@ from app.services.event_trail import EventRef, as_event, events_after, job_event
 from app.services.live import EventFeed, Hub, LiveEvent, Subscription
 from app.services.tenancy import Principal, sees, visible_to
 
-EVENT_TYPES = frozenset(event_type(status) for status in JobStatus) | frozenset(WORKFLOW_EVENTS)
+EVENT_TYPES = frozenset(event_type(status) for status in JobStatus) | {PROGRESS_EVENT, *WORKFLOW_EVENTS}
 TERMINAL_TYPES = frozenset(event_type(status) for status in TERMINAL)
 SEEN_JOBS = 10_000  # jobs whose last seq an events stream remembers, to drop a re-published event
 FEED_WAIT_SECONDS = 5.0  # how long a stream that opens waits for the feed's queue to be bound
@@ -54,6 +54,8 @@ class LastSeqs:
 
     def is_new(self, event: LiveEvent) -> bool:
         """Whether the event is past what was sent of its job; remembers it if so."""
+        if event.type == PROGRESS_EVENT:
+            return not stale_progress(event, self._seqs.get(event.job_id, -1))
         last = self._seqs.pop(event.job_id, -1)
         self._seqs[event.job_id] = max(last, event.seq)
         if len(self._seqs) > SEEN_JOBS:
@@ -99,7 +101,10 @@ class LiveStreams:
             if job["status"] in TERMINAL:
                 return
             async for event in _live(subscription):
-                if event.seq > last:
+                if event.type == PROGRESS_EVENT:
+                    if not stale_progress(event, last):
+                        yield event
+                elif event.seq > last:
                     last = event.seq
                     yield event
                     if event.type in TERMINAL_TYPES:
@@ -133,6 +138,12 @@ class LiveStreams:
             for event in page:
                 if wanted.admits(event):
                     yield event
+
+
+def stale_progress(event: LiveEvent, last_seq: int) -> bool:
+    """Whether a progress event is older than the last status change sent of its job (one of a run that ended).
+    A progress event is no status change: it carries its job's seq as it stands, and moves nothing on."""
+    return event.seq < last_seq
 
 
 async def _live(subscription: Subscription) -> AsyncIterator[LiveEvent]:

@@ -167,6 +167,7 @@ def new_job_row(
         "depends_on": None,
         "deps_left": None,
         **unique_columns(request.unique),
+        "progress": None,
     }
 
 

@@ -31,6 +31,7 @@ def test_the_subscribable_events_are_the_types_of_the_changes_a_client_acts_on()
         "job.dead_lettered",
         "job.retrying",
         "job.cancelled",
+        "job.progress",
         "workflow.succeeded",
         "workflow.failed",
         "workflow.cancelled",

@@ -147,7 +147,14 @@ async def test_only_subscribable_events_reach_the_fan_out_and_the_rest_publish_w
     topology = build_topology(make_settings())
     names = topology.names
     bound = await asyncio.to_thread(_event_bindings, names.webhook_events_queue, names.events_exchange)
-    assert bound == {"job.*.succeeded", "job.*.dead_lettered", "job.*.retrying", "job.*.cancelled", "workflow.*"}
+    assert bound == {
+        "job.*.succeeded",
+        "job.*.dead_lettered",
+        "job.*.retrying",
+        "job.*.cancelled",
+        "job.*.progress",
+        "workflow.*",
+    }
     publisher = Broker(RABBITMQ_URL, topology, publish_timeout=5, name="test-events")
     await publisher.start(wait=10)
     try:

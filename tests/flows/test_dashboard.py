@@ -277,6 +277,20 @@ async def test_a_job_page_shows_its_concurrency_keys_running_and_waiting_counts(
     await expect(flow.locator("dd[data-field='key waiting']")).to_have_text("1")
 
 
+async def test_a_job_page_shows_its_progress_as_a_bar_that_moves_while_it_runs(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-progress")
+    job = await service.submit(key, job_type="sleep", payload={"seconds": 4, "progress": True})
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+    bar = page.locator("#job-progress")
+    await expect(bar).to_be_visible()  # the first report, at 0.5 s, arrives on the job's stream
+    first = float(await bar.get_attribute("data-fraction") or "nan")
+    assert 0 < first < 1
+    await expect(page.locator("#job-progress .percent")).not_to_have_text(f"{round(first * 100)}%")
+    await expect(bar).to_have_attribute("data-fraction", "1")  # its last report, kept once it succeeded
+    await expect(page.locator("#job-progress .percent")).to_have_text("100%")
+
+
 async def test_a_dead_job_is_replayed_from_the_dlq_page_and_succeeds(service: Service, tab_of: Tab) -> None:
     page, key = tab_of.page, await service.new_key("dash-dlq")
     job = await service.submit(key, job_type="flaky", payload={"fail_times": 1}, max_retries=0)

@@ -10,6 +10,7 @@ class SleepPayload(BaseModel):
     model_config = REQUEST_CONFIG
 
     seconds: float = Field(ge=0, le=600, description="How long to sleep, at most 600 s.")
+    progress: bool = Field(default=False, description="Report progress (elapsed / seconds) about every 0.5 s.")
 
 
 SPEC = PayloadSpec("sleep", SleepPayload, "Sleeps for `seconds`; handy for testing timeouts and crashes.")

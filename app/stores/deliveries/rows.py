@@ -7,7 +7,7 @@ from typing import Any
 
 from app.core.broker import Outgoing
 from app.core.messages import JobEvent, delivery_id, delivery_outgoing, endpoint_key
-from app.core.names import SUBSCRIBABLE_EVENTS, Names
+from app.core.names import JOB_EVENTS, SUBSCRIBABLE_EVENTS, Names
 from app.core.statuses import DeliveryOutcome, DeliveryStatus, TrailEvent
 from app.models.rows import AttemptRow, DeliveryRow, TrailRow
 from app.stores.deliveries import CALLBACK, Fanned, Recording, Target
@@ -68,7 +68,7 @@ def messages_of(names: Names, rows: list[DeliveryRow]) -> list[Outgoing]:
 
 def targets_of(events: list[JobEvent], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:
     """For each job event, the endpoints among `endpoints` (the active ones of the events' clients, in the order
-    they were registered) subscribed to it, then the job's callback URL."""
+    they were registered) subscribed to it, then the job's callback URL (for an endpoint's default events)."""
     found: list[list[Target]] = []
     rows = list(endpoints)
     for event in events:
@@ -84,7 +84,7 @@ def targets_of(events: list[JobEvent], endpoints: Iterable[Mapping[Any, Any]]) -
             and row["job_id"] in (None, job["id"])
             and event.type in row["events"]
         ]
-        if job.get("callback_url"):
+        if job.get("callback_url") and event.type in JOB_EVENTS:  # the default events, never job.progress
             targets.append(Target(CALLBACK, job["callback_url"], None))
         found.append(targets)
     return found

@@ -3,7 +3,7 @@
 transaction. Two implementations: `portable.PortableJobs` (SQLite, MSSQL by rendering) and `postgres.PgJobs`
 (array statements, a hot batch one statement), chosen once by `app.stores.open_stores`."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,6 +94,10 @@ class JobStore(Protocol):
 
     async def renew(self, jobs: list[JobRow]) -> set[str]:
         """Leases of these runs extended; the ids still ours."""
+
+    async def progress(self, reports: Mapping[str, tuple[int, dict[str, Any]]]) -> set[str]:
+        """Running jobs' progress by id, each (its run's token, the report), written behind the token and the
+        status `running`: the ids written."""
 
     async def queue_due(self, now: datetime, limit: int) -> tuple[list[JobRow], list[Pending]]:
         """Due scheduled jobs -> queued with their messages; the jobs and what to publish."""

@@ -1,6 +1,7 @@
 """The jobs store on any database SQLAlchemy speaks: SQLite, MSSQL (by rendering, DESIGN rule 14) and
 PostgreSQL; `postgres.PgJobs` replaces its hot statements there."""
 
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -19,6 +20,7 @@ from app.models.types import utcnow
 from app.stores import steps
 from app.stores.jobs import Finished, Moved, NewJobs, Outcome, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
+from app.stores.jobs.progress import progress_update
 from app.stores.outbox import Pending
 from app.stores.outbox.portable import PortableOutbox
 from app.stores.steps import Step
@@ -187,6 +189,13 @@ class PortableJobs:
                 .returning(JOBS.c.id)
             )
             return set(result.scalars())
+
+    async def progress(self, reports: Mapping[str, tuple[int, dict[str, Any]]]) -> set[str]:
+        """Running jobs' progress written with one statement, each behind its run's token: the ids written."""
+        if not reports:
+            return set()
+        async with self.one_transaction() as conn:
+            return set((await conn.execute(progress_update(reports))).scalars())
 
     async def queue_due(self, now: datetime, limit: int) -> tuple[list[JobRow], list[Pending]]:
         """Up to `limit` due scheduled jobs queued, oldest time first, with their audit rows, events and lane

@@ -33,12 +33,12 @@ assert len({step.sources for step in steps.FINISHES.values()}) == 1
 FINISH_GUARD = steps.SUCCEED.sql_guard()
 FINISH_RECORDED = (
     "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
-    "$8::varchar[], $9::timestamptz[], $10::timestamptz[]) "
-    "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at)), "
+    "$8::varchar[], $9::timestamptz[], $10::timestamptz[], $19::json[]) "
+    "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at, progress)), "
     "moved AS (UPDATE jobs SET status = v.status, seq = jobs.seq + 1, updated_at = greatest($1, jobs.updated_at), "
     "lease_until = NULL, "
     "result = v.result, error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, "
-    "next_attempt_at = v.next_attempt_at FROM v "
+    "next_attempt_at = v.next_attempt_at, progress = coalesce(v.progress, jobs.progress) FROM v "
     "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND " + FINISH_GUARD + " "
     "RETURNING jobs.id, jobs.runs, jobs.updated_at), "
     "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
@@ -55,7 +55,7 @@ FINISH_RECORDED = (
 )
 
 
-JSON_COLUMNS = ("payload", "result", "error", "depends_on")
+JSON_COLUMNS = ("payload", "result", "error", "depends_on", "progress")
 
 
 JOB_COLUMNS = (
@@ -101,6 +101,7 @@ JOB_COLUMNS = (
     ("unique_key", "varchar"),
     ("unique_seconds", "int"),
     ("unique_live", "varchar"),
+    ("progress", "json"),
 )
 INSERT_JOBS = (
     f"INSERT INTO jobs ({', '.join(name for name, _ in JOB_COLUMNS)}) SELECT * FROM unnest("

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.statuses import DeadReason, JobStatus
-from app.models.rows import JobRow
+from app.models.rows import JobRow, job_with
 from app.models.types import utcnow
 from app.stores.jobs import JobStore, Moved, Outcome
 from app.workers import unprocessable
@@ -13,19 +13,30 @@ from app.workers import unprocessable
 S = JobStatus
 
 
+def with_last_report(job: JobRow, report: dict[str, Any] | None) -> JobRow:
+    """The run's job (as claimed) with its handler's last progress report, for its outcome to record; as it was
+    when the run reported nothing (then no one wrote its progress since the claim: rule 3's token fences it)."""
+    return job if report is None else job_with(job, progress=report)
+
+
 def succeeded(job: JobRow, result: Any) -> Outcome:
-    values = {"result": result, "error": None, "finished_at": utcnow(), "lease_until": None}
+    values = {"result": result, "error": None, "finished_at": utcnow(), "lease_until": None, **_progress(job)}
     return Outcome(job, S.SUCCEEDED, values, {})
 
 
 def retrying(job: JobRow, error: dict[str, Any], next_attempt_at: datetime) -> Outcome:
-    values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None}
+    values = {"error": error, "next_attempt_at": next_attempt_at, "lease_until": None, **_progress(job)}
     return Outcome(job, S.RETRYING, values, {"error": error, "next_attempt_at": next_attempt_at.isoformat()})
 
 
 def dead_lettered(job: JobRow, error: dict[str, Any], reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
+    values.update(_progress(job))
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
+
+
+def _progress(job: JobRow) -> dict[str, Any]:
+    return {"progress": job["progress"]} if job.get("progress") is not None else {}
 
 
 async def give_up(store: JobStore, job_id: str, error: dict[str, Any]) -> Moved | None:

@@ -39,7 +39,8 @@ from app.workers.jobs.cpu_pool import CpuPool
 from app.workers.jobs.holds import Holds
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock
-from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
+from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded, with_last_report
+from app.workers.jobs.progress import Progress
 from app.workers.jobs.replies import JobReplies
 from app.workers.jobs.runner import run_attempt, run_sealed
 from app.workers.jobs.tools import SharedTools
@@ -73,6 +74,7 @@ class JobWorker:
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
         self.batches.finished = self.holds.admissions.finished
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
+        self.progress = Progress(self.store, self.resources.broker, names, settings.job_batch_size)
         self._heartbeat: asyncio.Task[None] | None = None
         self.publisher: Broker = self.resources.broker
         self.replies = JobReplies(self.publisher)
@@ -112,6 +114,7 @@ class JobWorker:
 
     async def start(self) -> None:
         self.batches.reopen()
+        self.progress.reopen()
         self._heartbeat = asyncio.create_task(self.leases.run(), name=f"{self.name}-heartbeat")
         await self.holds.start()  # the paused types read before the first message
         self.turns.start()
@@ -121,6 +124,7 @@ class JobWorker:
         """Stop taking messages; in-flight jobs get the grace period, the rest is redelivered (rule 9)."""
         await self.group.stop(self.resources.settings.shutdown_grace_seconds if grace is None else grace)
         await self.replies.close()
+        await self.progress.close()
         await self.batches.close()
         await self.holds.stop()
         await self.turns.stop()
@@ -190,7 +194,9 @@ class JobWorker:
         """The attempt, running; its lease is renewed while it runs."""
         timeout = job["timeout_seconds"] or self.resources.settings.job_timeout_seconds
         tools = self.tools.bind(job["client_id"])
+        sink = self.progress.sink(job)
         ctx = JobContext(job["id"], job["job_type"], job["attempts"], job["runs"], job["request_id"], tools)
+        ctx = replace(ctx, progress_sink=sink)
         attempt = asyncio.create_task(self._attempt(ctx, job, timeout))
         self.leases.hold(Lease(job, lock, attempt))
         return attempt
@@ -210,8 +216,8 @@ class JobWorker:
         started = time.perf_counter()
         try:
             result = await attempt
-            ran.observe(time.perf_counter() - started)
         except asyncio.CancelledError:
+            self._ended(job)
             await self.locks.release([lock])
             current = asyncio.current_task()
             if current is not None and current.cancelling():
@@ -222,13 +228,19 @@ class JobWorker:
             return
         except Exception as exc:
             ran.observe(time.perf_counter() - started)
+            job = self._ended(job)
             await self._judge(job["job_type"], exc, probe)
             await self._failed(message, job, lock, exc)
             return
-        finally:
-            self.leases.drop(job["id"])
+        ran.observe(time.perf_counter() - started)
+        job = self._ended(job)
         await self._judge(job["job_type"], None, probe)
         await self._succeeded(message, job, lock, result)
+
+    def _ended(self, job: JobRow) -> JobRow:
+        """The run is over: its lease no longer renewed; the job with its last progress report, for its outcome."""
+        self.leases.drop(job["id"])
+        return with_last_report(job, self.progress.ended(job))
 
     async def _succeeded(self, message: Message, job: JobRow, lock: Lock, result: Any) -> None:
         """Record the result (a result the database refuses fails the job for good), then ack."""

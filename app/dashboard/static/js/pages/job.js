@@ -1,4 +1,4 @@
-// One job: its fields, payload and result, its flow control (a concurrency key's running and waiting counts), the
+// One job: its progress (a live bar), its fields, payload and result, its flow control (a concurrency key's running and waiting counts), the
 // audit trail, its deliveries, its artifact; cancel and retry.
 import { api, download } from "../api.js";
 import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
@@ -71,6 +71,22 @@ function trailItem(e) {
   );
 }
 
+// The handler's last progress report as a bar with its percentage and message; nothing when it reported none.
+function progressBar(progress) {
+  if (!progress) return null;
+  const percent = `${Math.round(progress.fraction * 100)}%`;
+  return section(
+    "Progress",
+    h(
+      "div",
+      { id: "job-progress", "data-fraction": String(progress.fraction) },
+      h("progress", { max: "1", value: String(progress.fraction), "aria-label": `progress ${percent}` }),
+      h("span", { class: "percent" }, percent),
+      progress.message ? h("span", { class: "hint" }, progress.message) : null,
+    ),
+  );
+}
+
 function timeline(events) {
   return h("ol", { class: "timeline", id: "audit-trail" }, events.map(trailItem));
 }
@@ -127,6 +143,7 @@ function buttons(job, reload, holder) {
 export async function render(view, { ids: [id], signal }) {
   const parts = {
     head: h("div"),
+    progress: h("div"),
     artifact: h("div", { id: "artifact" }),
     fields: h("div"),
     workflow: h("div"),
@@ -148,6 +165,7 @@ export async function render(view, { ids: [id], signal }) {
       [``, `/events`, `/logs`].map((tail) => api(`/api/v1/jobs/${id}${tail}`, { signal })),
     );
     put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
+    put("progress", job.progress, progressBar);
     put("fields", job, (j) => section("Fields", facts(j)));
     if (job.workflow_id) {
       workflow ??= await api(`/api/v1/workflows/${job.workflow_id}`, { signal });
@@ -172,6 +190,9 @@ export async function render(view, { ids: [id], signal }) {
       (error) => signal.aborted || replace(problem, errorLine(error)),
     );
   const stream = `/api/v1/jobs/${id}/stream`;
-  follow(stream, quietly, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
+  // A progress event moves the bar alone (up to one a second); any other change reloads the page's parts.
+  const changed = (message) =>
+    message.event === "job.progress" ? put("progress", message.data.data.job.progress, progressBar) : quietly();
+  follow(stream, changed, { signal, reconnect: false, onError: (error) => notify(error.message, "bad") });
   every(REFRESH_MS, quietly, signal);
 }
