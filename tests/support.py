@@ -292,6 +292,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "ref": None,
         "depends_on": None,
         "deps_left": None,
+        "cancel_requested_at": None,
     }
     return {**job, **overrides}
 

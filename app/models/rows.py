@@ -51,6 +51,7 @@ class JobRow(TypedDict):
     ref: str | None  # its name in its workflow
     depends_on: list[str] | None  # the ids of the jobs it waits for ([] in a workflow, None outside one)
     deps_left: int | None  # how many of those have not yet let it go
+    cancel_requested_at: datetime | None  # a cancel asked for while it ran (its worker stops it), or None
 
 
 class DeliveryRow(TypedDict):

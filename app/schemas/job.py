@@ -150,13 +150,18 @@ class JobOut(BaseModel):
     depends_on: list[str] | None = Field(
         default=None, description="The ids of the jobs of its workflow it waits for; null outside a workflow."
     )
+    cancel_requested: bool = Field(
+        default=False,
+        description="Its cancel was asked for while it ran: its handler is being stopped, and it ends `cancelled` "
+        "unless it finished first.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _flow(cls, data: Any) -> Any:
-        """A job row's flow-control columns as the two objects a client sent."""
+        """A job row's flow-control columns as the two objects a client sent, and its cancel request as a flag."""
         if isinstance(data, dict) and "concurrency" not in data:
-            return {**data, **shown(data)}
+            return {**data, **shown(data), "cancel_requested": data.get("cancel_requested_at") is not None}
         return data
 
 

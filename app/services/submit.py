@@ -160,6 +160,7 @@ def new_job_row(
         "ref": None,
         "depends_on": None,
         "deps_left": None,
+        "cancel_requested_at": None,
     }
 
 

@@ -1,5 +1,5 @@
-"""What a run ended in, as the job store records it: succeeded, retrying, or dead-lettered (by the retry policy,
-or because the service could not process the job's message)."""
+"""What a run ended in, as the job store records it: succeeded, retrying, dead-lettered (by the retry policy, or
+because the service could not process the job's message), or cancelled (stopped: its cancel was asked for)."""
 
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,10 @@ def retrying(job: JobRow, error: dict[str, Any], next_attempt_at: datetime) -> O
 def dead_lettered(job: JobRow, error: dict[str, Any], reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
+
+
+def cancelled(job: JobRow) -> Outcome:
+    return Outcome(job, S.CANCELLED, {"finished_at": utcnow(), "lease_until": None}, {})
 
 
 async def give_up(store: JobStore, job_id: str, error: dict[str, Any]) -> Moved | None:

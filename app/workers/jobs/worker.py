@@ -39,7 +39,7 @@ from app.workers.jobs.cpu_pool import CpuPool
 from app.workers.jobs.holds import Holds
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock
-from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded
+from app.workers.jobs.outcomes import cancelled, dead_lettered, give_up, retrying, succeeded
 from app.workers.jobs.replies import JobReplies
 from app.workers.jobs.runner import run_attempt, run_sealed
 from app.workers.jobs.tools import SharedTools
@@ -212,8 +212,11 @@ class JobWorker:
             result = await attempt
             ran.observe(time.perf_counter() - started)
         except asyncio.CancelledError:
-            await self.locks.release([lock])
             current = asyncio.current_task()
+            if (current is None or not current.cancelling()) and self.leases.stopping(job["id"]):
+                await self._cancelled(message, job, lock)
+                return
+            await self.locks.release([lock])
             if current is not None and current.cancelling():
                 attempt.cancel()
                 raise  # shutting down: unacked, so the broker redelivers it
@@ -247,6 +250,20 @@ class JobWorker:
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
+    async def _cancelled(self, message: Message, job: JobRow, lock: Lock) -> None:
+        """The handler was stopped for the job's cancel: record it cancelled, fenced like any outcome (one recorded
+        first, or a newer run's, stands), then ack: its message is never run again."""
+        outcome = cancelled(job)
+        staged = await self.batches.finish(outcome, lock)
+        if staged is not None:
+            self.replies.send(message, job["id"], JobStatus.CANCELLED)
+            job_log.finished(job, outcome.to, outcome.values["finished_at"])
+        await message.ack()
+
+    def stop_run(self, job_id: str) -> bool:
+        """Stop the handler of `job_id` if this worker runs it (its cancel was asked for): whether it does."""
+        return self.leases.stop(job_id)
+
     async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
         """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
         if isinstance(exc, PermanentError):
@@ -256,6 +273,9 @@ class JobWorker:
         await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
     async def _failed(self, message: Message, job: JobRow, lock: Lock, exc: Exception) -> None:
+        if self.leases.stopping(job["id"]):  # it failed as it was stopped for its cancel: cancelled, not failed
+            await self._cancelled(message, job, lock)
+            return
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
@@ -271,9 +291,11 @@ class JobWorker:
         attempt, delay = job["attempts"], plan.tier.delay
         logger.info("job {} attempt {} failed, retrying in ~{}s: {}", job["id"], attempt, delay, error["message"])
         staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
-        if staged is not None:
-            job_message = JobMessage.from_row(job)
-            await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
+        if staged is None:  # refused: a newer run owns the job, or its cancel was asked for (never retried then)
+            await self._cancelled(message, job, lock)
+            return
+        job_message = JobMessage.from_row(job)
+        await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
         await self._settle(message, staged, ack=True)
 
     async def _settle(self, message: Message, staged: Pending | None, ack: bool) -> None:
