@@ -1,4 +1,4 @@
-"""The twelve scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The thirteen scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -23,6 +23,8 @@ it started and returns table rows.
   1,001 independent jobs through the batch endpoint; a chain's handoff from a job's finish to the next one's
   start, beside a concurrency key of limit 1 and a client that waits and submits; a workflow's submit beside a
   batch's.
+- cancel (bench/cancel.py): running jobs cancelled one at a time, a `sleep` (its task cancelled) and an `image`
+  job in the CPU pool (its process killed): cancel -> cancelled, p50 and p99.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -33,6 +35,7 @@ it started and returns table rows.
 
 from collections.abc import Awaitable, Callable
 
+from bench.cancel import cancel
 from bench.end_to_end import end_to_end
 from bench.flow import flow
 from bench.harness import Harness
@@ -62,6 +65,7 @@ SCENARIOS: dict[str, Scenario] = {
     "flow": flow,
     "noisy": noisy,
     "workflows": workflows,
+    "cancel": cancel,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,
