@@ -214,6 +214,8 @@ class JobWorker:
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if (current is None or not current.cancelling()) and self.leases.stopping(job["id"]):
+                if probe:  # stopped, it says nothing of the job type's health: the next probe may go
+                    await self.breakers.release_probe(job["job_type"])
                 await self._cancelled(message, job, lock)
                 return
             await self.locks.release([lock])
