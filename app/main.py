@@ -57,6 +57,7 @@ from app.services.live import EventFeed, Hub
 from app.services.outbox import Outbox
 from app.services.rate_limit import RateLimiter
 from app.services.revoked_streams import RevokedStreams
+from app.services.run_stops import RunStops
 from app.services.streams import LiveStreams
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
@@ -118,6 +119,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
     deliveries = DeliveryService(resources.engine, resources.stores.deliveries, outbox)
     idempotency = IdempotencyCache(resources.redis, names, settings.idempotency_ttl_seconds)
     failpoints = Failpoints.parse(settings.failpoints)
+    stops = RunStops(resources.broker, names)
     return ApiState(
         resources=resources,
         jobs=JobService(
@@ -144,7 +146,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
             deliveries,
         ),
         deliveries=deliveries,
-        dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, failpoints),
+        dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, stops, failpoints),
         artifacts=artifact_service(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),

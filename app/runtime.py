@@ -1,7 +1,7 @@
 """One process's lifecycle, the same for the API, a worker process and the tests: open the resources, start the
 parts the process runs in the order they were added, stop them in reverse, then close the resources."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
@@ -42,6 +42,13 @@ class Worker(Part, Protocol):
     def kind(self) -> WorkerKind: ...
 
     def report(self) -> WorkerReport: ...
+
+
+@runtime_checkable
+class StopsRuns(Protocol):
+    """A worker that can stop one job's handler (the job worker)."""
+
+    def stop_run(self, job_id: str) -> bool: ...
 
 
 class ConsumerWorker(Worker, Watched, Protocol):
@@ -140,6 +147,13 @@ class Runtime:
         self._started.append(part)
         order = list(self.parts)
         self._started.sort(key=lambda started: order.index(started.name))
+
+    def stop_runs(self, job_ids: Iterable[str]) -> None:
+        """Stop the handlers of these jobs wherever this process runs them (their cancel was asked for)."""
+        for worker in self.workers.values():
+            if isinstance(worker, StopsRuns):
+                for job_id in job_ids:
+                    worker.stop_run(job_id)
 
     async def stop(self) -> None:
         """Stop the started parts in reverse order, then the outbox and the resources; once."""

@@ -25,6 +25,8 @@ it started and returns table rows.
   1,001 independent jobs through the batch endpoint; a chain's handoff from a job's finish to the next one's
   start, beside a concurrency key of limit 1 and a client that waits and submits; a workflow's submit beside a
   batch's.
+- cancel (bench/cancel.py): running jobs cancelled one at a time, a `sleep` (its task cancelled) and an `image`
+  job in the CPU pool (its process killed): cancel -> cancelled, p50 and p99.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -35,6 +37,7 @@ it started and returns table rows.
 
 from collections.abc import Awaitable, Callable
 
+from bench.cancel import cancel
 from bench.end_to_end import end_to_end
 from bench.flow import flow
 from bench.harness import Harness
@@ -66,6 +69,7 @@ SCENARIOS: dict[str, Scenario] = {
     "progress": progress,
     "noisy": noisy,
     "workflows": workflows,
+    "cancel": cancel,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

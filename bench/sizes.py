@@ -32,6 +32,7 @@ class Sizes:
     workflow_rounds: int  # rounds of its fan-in arms (workflow, batch) and chains of each kind
     workflow_submit_jobs: int  # jobs in each of its submits (a workflow, a batch)
     workflow_submit_rounds: int  # rounds of its submits, each kind once a round
+    cancel_rounds: int  # running jobs of each handler (sleep, image) the cancel scenario cancels, one at a time
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
@@ -69,6 +70,7 @@ FULL = Sizes(
     workflow_rounds=5,
     workflow_submit_jobs=500,
     workflow_submit_rounds=21,
+    cancel_rounds=40,
     scale_jobs=6000,
     scale_max_workers=4,
     soak_jobs=50_000,
@@ -102,6 +104,7 @@ QUICK = Sizes(
     workflow_rounds=1,
     workflow_submit_jobs=100,
     workflow_submit_rounds=3,
+    cancel_rounds=3,
     scale_jobs=300,
     scale_max_workers=2,
     soak_jobs=1000,

@@ -295,6 +295,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         "deps_left": None,
         **unique_columns(None),
         "progress": None,
+        "cancel_requested_at": None,
     }
     return {**job, **overrides}
 

@@ -46,4 +46,4 @@ class ApiState:
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
-        self.workflows = WorkflowService(self.jobs)
+        self.workflows = WorkflowService(self.jobs, self.dlq.stops)

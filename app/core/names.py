@@ -121,7 +121,7 @@ class Names:
     # -- worker control
     @property
     def control_exchange(self) -> str:
-        """A fanout: every process binds one queue of its own and hears every stop and start."""
+        """A fanout: every process binds one queue of its own and hears every stop and start, and every run to stop."""
         return f"{self.ns}.control"
 
     def control_queue(self, token: str) -> str:

@@ -23,12 +23,14 @@ S = JobStatus
 # when its dependencies allow (in the transaction that records the last of their outcomes), or for CANCELLED.
 # PENDING -> SCHEDULED happens as the job is saved (both trail rows are written by the submit itself); SCHEDULED
 # leaves only for QUEUED, when the scheduler finds it due, or for CANCELLED.
+# RUNNING -> CANCELLED is recorded by the worker that runs the job, once it has stopped the handler of a job whose
+# cancel was asked for, fenced like every outcome of a run (rule 3); never by the API itself.
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     S.PENDING: frozenset({S.SCHEDULED, S.WAITING, S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
     S.WAITING: frozenset({S.PENDING, S.CANCELLED}),
     S.SCHEDULED: frozenset({S.QUEUED, S.CANCELLED}),
     S.QUEUED: frozenset({S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
-    S.RUNNING: frozenset({S.RUNNING, S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED}),
+    S.RUNNING: frozenset({S.RUNNING, S.SUCCEEDED, S.RETRYING, S.DEAD_LETTERED, S.CANCELLED}),
     S.RETRYING: frozenset({S.QUEUED, S.RUNNING, S.DEAD_LETTERED, S.CANCELLED}),
     S.DEAD_LETTERED: frozenset({S.QUEUED}),
     S.SUCCEEDED: frozenset(),

@@ -90,6 +90,10 @@ class Job(Base):
     # What the handler last reported of its run (docs/progress.md): {"fraction", "message", "updated_at"}, or NULL.
     # Written at most once a second per job, and the last value with the run's outcome.
     progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # When a cancel of the job was asked for while it ran; NULL otherwise. Not a status: the job stays running until
+    # the worker that runs it stops the handler and records it cancelled (or it finishes first). The worker hears
+    # of it by the control fanout, or else when it renews the job's lease.
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.

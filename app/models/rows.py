@@ -55,6 +55,7 @@ class JobRow(TypedDict):
     unique_seconds: int | None  # how long after its creation it holds the key, finished or not
     unique_live: str | None  # the unique key while this job holds it; None once released
     progress: dict[str, Any] | None  # the handler's last report: fraction, message, updated_at
+    cancel_requested_at: datetime | None  # a cancel asked for while it ran (its worker stops it), or None
 
 
 class DeliveryRow(TypedDict):

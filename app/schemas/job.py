@@ -166,6 +166,11 @@ class JobOut(BaseModel):
     depends_on: list[str] | None = Field(
         default=None, description="The ids of the jobs of its workflow it waits for; null outside a workflow."
     )
+    cancel_requested: bool = Field(
+        default=False,
+        description="Its cancel was asked for while it ran: its handler is being stopped, and it ends `cancelled` "
+        "unless it finished first.",
+    )
 
     progress: JobProgress | None = Field(
         default=None, description="What its handler last reported of its run; null when it reported nothing."
@@ -174,9 +179,11 @@ class JobOut(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _flow(cls, data: Any) -> Any:
-        """A job row's flow-control and unique-job columns as the objects a client sent."""
+        """A job row's flow-control and unique-job columns as the objects a client sent, and its cancel request as a
+        flag."""
         if isinstance(data, dict) and "concurrency" not in data:
-            return {**data, **shown(data), "unique": shown_unique(data)}
+            unique, asked = shown_unique(data), data.get("cancel_requested_at") is not None
+            return {**data, **shown(data), "unique": unique, "cancel_requested": asked}
         return data
 
 

@@ -1,7 +1,7 @@
 """The dead-letter queue as a resource: list what died and why, replay it, retry one, cancel one."""
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -15,6 +15,7 @@ from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.services import job_log
 from app.services.outbox import Outbox
+from app.services.run_stops import RunStops
 from app.services.tenancy import Principal, visible_to
 from app.stores import steps
 from app.stores.jobs import JobStore
@@ -22,8 +23,8 @@ from app.stores.outbox import Pending
 from app.stores.pagination import newest_first
 
 S = JobStatus
-# Whatever the transition table lets a job be cancelled from (pending, queued, retrying; any status added there
-# with a way to `cancelled`, such as `scheduled`, joins by itself).
+# Whatever the transition table lets a job be cancelled from at once (pending, queued, retrying; any status added
+# there with a way to `cancelled`, such as `scheduled`, joins by itself); a running job is asked to stop instead.
 CANCELLABLE = steps.CANCEL.sources
 # A cancel whose compare-and-set loses to a change that leaves the job cancellable reads it again and retries;
 # the last try locks the row before reading it, so on PostgreSQL (and on SQLite, whose write transactions are
@@ -36,7 +37,14 @@ class NotDeadLettered(Exception):
 
 
 class NotCancellable(Exception):
-    """The job is running or finished: too late to cancel."""
+    """The job is finished: too late to cancel."""
+
+
+class Cancel(NamedTuple):
+    """What a cancel did: the job cancelled (`requested` False), or its run asked to stop (True)."""
+
+    job: JobRow
+    requested: bool
 
 
 class _Lost(Exception):
@@ -52,6 +60,7 @@ class DlqService:
     jobs: JobStore
     outbox: Outbox
     names: Names
+    stops: RunStops
     failpoints: Failpoints = field(default_factory=Failpoints)
 
     async def page(
@@ -131,29 +140,39 @@ class DlqService:
             return None  # retention deleted it first: its audit row has no job to belong to
         return replayed
 
-    async def cancel(self, principal: Principal, job_id: str) -> JobRow | None:
-        """pending/queued/retrying -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
+    async def cancel(self, principal: Principal, job_id: str) -> Cancel | None:
+        """A job that has not started -> cancelled by compare-and-set; a claim racing with it wins or loses whole.
+        A running job's run is asked to stop (its worker records it cancelled, unless it finishes first).
 
         A lost compare-and-set is not an answer: the job may have changed and still be cancellable (the submit's
         pending -> queued confirmation commits in the background just after the submit answers), so read it
-        again and retry. NotCancellable means the job, as last read, has left the cancellable statuses (or, on a
-        database where the last try's row lock is a no-op, that it kept changing through every try).
+        again and retry. NotCancellable means the job, as last read, has finished (or, on a database where the
+        last try's row lock is a no-op, that it kept changing through every try).
         """
         for attempt in range(1, CANCEL_TRIES + 1):
             async with self.engine.begin() as conn:
                 job = await self._read(conn, principal, job_id, lock=attempt == CANCEL_TRIES)
                 if job is None:
                     return None
-                if job["status"] not in CANCELLABLE:
+                if job["status"] not in (*CANCELLABLE, S.RUNNING):
                     raise NotCancellable(job["status"])
-                moved = await self.jobs.cancel(conn, job)
+                asked, moved = [], None
+                if job["status"] == S.RUNNING:
+                    asked = await self.jobs.request_cancel(conn, [job])
+                else:
+                    moved = await self.jobs.cancel(conn, job)
+            if asked:
+                await self.stops.tell([job_id])
+                return Cancel(asked[0], requested=True)
             if moved is not None:
-                cancelled, staged = moved
-                metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
-                job_log.finished(cancelled, S.CANCELLED, cancelled["finished_at"])
-                await self.outbox.publish(staged)
-                return cancelled
+                return await self._cancelled(job, *moved)
         raise NotCancellable("still changing")
+
+    async def _cancelled(self, job: JobRow, cancelled: JobRow, staged: list[Pending]) -> Cancel:
+        metrics.count_outcomes([(job["job_type"], S.CANCELLED)])
+        job_log.finished(cancelled, S.CANCELLED, cancelled["finished_at"])
+        await self.outbox.publish(staged)
+        return Cancel(cancelled, requested=False)
 
     async def _visible(self, principal: Principal, job_id: str) -> JobRow | None:
         async with self.engine.connect() as conn:

@@ -168,6 +168,7 @@ def new_job_row(
         "deps_left": None,
         **unique_columns(request.unique),
         "progress": None,
+        "cancel_requested_at": None,
     }
 
 

@@ -43,6 +43,25 @@ class Command:
 
 
 @dataclass(frozen=True)
+class StopRuns:
+    """One control message: stop the runs of these jobs, in whichever process runs them (their cancel was asked
+    for while they ran). Nothing is kept in Redis for it: each job's request is in the database."""
+
+    jobs: tuple[str, ...]
+
+    def encode(self) -> bytes:
+        return json.dumps({"stop_runs": list(self.jobs)}).encode()
+
+
+def decode(body: bytes) -> Command | StopRuns:
+    """A control message as sent (raises KeyError, TypeError or ValueError for anything else)."""
+    data = json.loads(body)
+    if "stop_runs" in data:
+        return StopRuns(tuple(str(job_id) for job_id in data["stop_runs"]))
+    return Command.decode(body)
+
+
+@dataclass(frozen=True)
 class WorkerDirectory:
     """The Redis side of the workers API, for one namespace."""
 
@@ -104,6 +123,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-async def send_command(broker: Broker, names: Names, command: Command) -> None:
+async def send_command(broker: Broker, names: Names, command: Command | StopRuns) -> None:
     """Tell every process (raises PublishError when the broker did not take it)."""
     await broker.publish(Outgoing(names.control_exchange, "", command.encode(), mandatory=False))

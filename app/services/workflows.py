@@ -20,6 +20,7 @@ from app.schemas.workflow import WorkflowEnvelope, WorkflowItem
 from app.services import uniqueness
 from app.services.idempotency import IdempotencyConflict, earlier_jobs
 from app.services.jobs import JobService
+from app.services.run_stops import RunStops
 from app.services.submit import Draft, as_queued, insert_drafts, new_drafts
 from app.services.tenancy import Principal, visible_to
 from app.services.uniqueness import UniqueHeld
@@ -40,6 +41,7 @@ class CancelRaced(Exception):
 @dataclass
 class WorkflowService:
     jobs: JobService
+    stops: RunStops
 
     async def submit(
         self, principal: Principal, envelope: WorkflowEnvelope, items: list[WorkflowItem], request_id: str | None
@@ -140,8 +142,8 @@ class WorkflowService:
         return [{**r, "counts": counts.get(r["id"], {}), "jobs": []} for r in rows], after
 
     async def cancel(self, principal: Principal, workflow_id: str) -> Workflow | None:
-        """Every job of the workflow that has not started -> cancelled, in one transaction with what follows
-        (the workflow ends once its running jobs have); a job that started meanwhile runs to its end."""
+        """Every job of the workflow that has not started -> cancelled, in one transaction with what follows;
+        then every running one asked to stop, as a job's cancel asks it (the workflow ends once they have)."""
         async with self.jobs.engine.connect() as conn:
             if await _visible(conn, principal, workflow_id) is None:
                 return None
@@ -161,7 +163,16 @@ class WorkflowService:
                 break
         else:
             raise CancelRaced(workflow_id)
+        await self._stop_running(workflow_id)
         return await self.get(principal, workflow_id)
+
+    async def _stop_running(self, workflow_id: str) -> None:
+        """Ask the runs of the workflow's running jobs to stop (each ends cancelled, unless it finishes first)."""
+        store = self.jobs.store
+        async with store.transaction() as conn:
+            query = select(JOBS).where(JOBS.c.workflow_id == workflow_id, JOBS.c.status == S.RUNNING)
+            asked = await store.request_cancel(conn, [job_row(r._mapping) for r in await conn.execute(query)])
+        await self.stops.tell([job["id"] for job in asked])
 
 
 async def _visible(conn: AsyncConnection, principal: Principal, workflow_id: str) -> dict[str, Any] | None:

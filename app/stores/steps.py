@@ -57,7 +57,9 @@ SUCCEED = step("succeed", S.SUCCEEDED, S.RUNNING)
 RETRY = step("retry", S.RETRYING, S.RUNNING)
 FAIL = step("fail", S.DEAD_LETTERED, S.RUNNING)
 REPLAY = step("replay", S.QUEUED, S.DEAD_LETTERED)
-CANCEL = step("cancel", S.CANCELLED)
+# Cancelled at once: every status but running that the table lets reach cancelled (a job that has not started).
+CANCEL = step("cancel", S.CANCELLED, *(s for s in sources_of(S.CANCELLED) if s != S.RUNNING))
+STOP = step("stop", S.CANCELLED, S.RUNNING)  # its cancel asked for while it ran: its worker stopped the handler
 
-STEPS = (SCHEDULE, WAIT, RELEASE, QUEUE, QUEUE_DUE, CLAIM, TAKE_OVER, BURY, SUCCEED, RETRY, FAIL, REPLAY, CANCEL)
-FINISHES = {S.SUCCEEDED: SUCCEED, S.RETRYING: RETRY, S.DEAD_LETTERED: FAIL}
+STEPS = (SCHEDULE, WAIT, RELEASE, QUEUE, QUEUE_DUE, CLAIM, TAKE_OVER, BURY, SUCCEED, RETRY, FAIL, REPLAY, CANCEL, STOP)
+FINISHES = {S.SUCCEEDED: SUCCEED, S.RETRYING: RETRY, S.DEAD_LETTERED: FAIL, S.CANCELLED: STOP}

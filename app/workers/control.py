@@ -1,5 +1,6 @@
 """Stop and start workers from outside: one exclusive, auto-delete queue per process on the control fanout, and the
-operator's choice read back from Redis when the process starts and on every heartbeat (a lost message heals)."""
+operator's choice read back from Redis when the process starts and on every heartbeat (a lost message heals). The
+same fanout carries the runs to stop of jobs cancelled as they ran (services/run_stops.py)."""
 
 import asyncio
 import uuid
@@ -14,7 +15,7 @@ from redis.exceptions import RedisError
 from app.core.broker import Broker, consume_when_up
 from app.core.names import Names
 from app.core.statuses import Action
-from app.services.worker_directory import Command, WorkerDirectory
+from app.services.worker_directory import Command, StopRuns, WorkerDirectory, decode
 
 READ_TIMEOUT = 2.0
 
@@ -29,6 +30,8 @@ class Steerable(Protocol):
     async def halt(self, name: str) -> None: ...
 
     async def resume(self, name: str) -> None: ...
+
+    def stop_runs(self, job_ids: Iterable[str]) -> None: ...
 
 
 class Control:
@@ -74,9 +77,12 @@ class Control:
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         try:
-            command = Command.decode(message.body)
+            command = decode(message.body)
         except (KeyError, TypeError, ValueError):
             logger.warning("worker control: not a command, dropped: {!r}", message.body[:200])
+            return
+        if isinstance(command, StopRuns):  # at once: a cancel's handler stops within a second
+            self.runtime.stop_runs(command.jobs)
             return
         # A stop waits for in-flight jobs: off the consumer, so the next command is not held up behind it.
         self._spawn(self.apply(command))

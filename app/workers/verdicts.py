@@ -1,7 +1,7 @@
 """What a delivered message means for the row it names (rule 4), for the job and the webhook workers alike:
 matched with `match` by the consumer that settles the message."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.models.rows import JobRow
 from app.stores.outbox import Pending
@@ -17,9 +17,10 @@ class Claimed:
 
 @dataclass(frozen=True)
 class Drop:
-    """Finished or gone: ack the message and forget it."""
+    """Finished or gone: ack the message and forget it (and publish `events`: a job cancelled just now)."""
 
     why: str
+    events: list[Pending] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -291,6 +291,22 @@ async def test_a_job_page_shows_its_progress_as_a_bar_that_moves_while_it_runs(s
     await expect(page.locator("#job-progress .percent")).to_have_text("100%")
 
 
+async def test_a_running_job_is_cancelled_from_its_page(service: Service, tab_of: Tab) -> None:
+    page, key = tab_of.page, await service.new_key("dash-cancel-running")
+    job = await service.submit(key, job_type="sleep", payload={"seconds": 60})
+    await service.until_status(key, job["id"], "running")
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "running")
+    async with page.expect_event("dialog") as asked:
+        await page.get_by_role("button", name="Cancel job").click()
+    assert (await asked.value).message.startswith("Cancel this running job?")
+    await expect(page.locator("#toast")).to_have_text("Cancel asked: the job stops within seconds.")
+    await service.until_status(key, job["id"], "cancelled")
+    await expect(page.locator("#audit-trail li[data-event=cancelled]")).to_have_count(1)
+    await expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
+
+
 async def test_a_dead_job_is_replayed_from_the_dlq_page_and_succeeds(service: Service, tab_of: Tab) -> None:
     page, key = tab_of.page, await service.new_key("dash-dlq")
     job = await service.submit(key, job_type="flaky", payload={"fail_times": 1}, max_retries=0)

@@ -159,5 +159,5 @@ def _the_cancel(lines: list[Any]) -> None:
     assert answer["status"] == "running"
     assert answer["jobs"] == {"export": "running", "compress": "cancelled", "upload": "cancelled"}
     assert ended["status"] == "cancelled"
-    assert ended["jobs"] == {"export": "succeeded", "compress": "cancelled", "upload": "cancelled"}
+    assert ended["jobs"] == {"export": "cancelled", "compress": "cancelled", "upload": "cancelled"}  # stopped
     assert [(w["name"], w["status"], w["jobs"]) for w in listed] == [("nightly", "cancelled", [])]

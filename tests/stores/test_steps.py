@@ -33,7 +33,10 @@ def test_every_step_moves_only_as_the_transition_table_allows() -> None:
         assert all(step.target in TRANSITIONS[source] for source in step.sources), step
     with pytest.raises(ValueError, match="does not allow"):
         steps.step("backwards", S.PENDING, S.SUCCEEDED)
-    assert set(steps.CANCEL.sources) == {s for s, targets in TRANSITIONS.items() if S.CANCELLED in targets}
+    # Cancelled at once from every status that may reach it but running, whose worker stops it first.
+    reach_cancelled = {s for s, targets in TRANSITIONS.items() if S.CANCELLED in targets}
+    assert set(steps.CANCEL.sources) == reach_cancelled - {S.RUNNING}
+    assert steps.STOP.sources == (S.RUNNING,) and steps.FINISHES[S.CANCELLED] is steps.STOP
 
 
 def test_the_postgresql_statements_carry_their_steps_guards() -> None:
@@ -84,6 +87,8 @@ METHODS: dict[str, tuple[steps.Step, Call]] = {
     "finish succeeded": (steps.SUCCEED, _finish(S.SUCCEEDED)),
     "finish retrying": (steps.RETRY, _finish(S.RETRYING)),
     "finish dead_lettered": (steps.FAIL, _finish(S.DEAD_LETTERED)),
+    "finish cancelled": (steps.STOP, _finish(S.CANCELLED)),
+    "stop": (steps.STOP, lambda jobs, job: _in_transaction(jobs, lambda c: jobs.stop(c, [Change(job)], ()))),
     "queue_due": (steps.QUEUE_DUE, lambda jobs, job: jobs.queue_due(datetime.now(UTC), 100)),
     "replay": (steps.REPLAY, lambda jobs, job: _in_transaction(jobs, lambda c: jobs.replay(c, job))),
     "cancel": (steps.CANCEL, lambda jobs, job: _in_transaction(jobs, lambda c: jobs.cancel(c, job))),

@@ -192,16 +192,27 @@ async def job_logs(job_id: str, state: StateDep, principal: PrincipalDep) -> lis
     return [DeliveryOut.model_validate(row) for row in rows]
 
 
-@router.post("/{job_id}/cancel", response_model=JobOut, responses={409: {"description": "Running or finished."}})
-async def cancel_job(job_id: str, state: StateDep, principal: PrincipalDep) -> JobOut:
-    """A pending, scheduled, queued or retrying job will not run; anything else answers 409."""
+@router.post(
+    "/{job_id}/cancel",
+    response_model=JobOut,
+    responses={
+        202: {"model": JobOut, "description": "Running: its handler is being stopped (`cancel_requested: true`)."},
+        409: {"description": "Finished."},
+    },
+)
+async def cancel_job(job_id: str, state: StateDep, principal: PrincipalDep, response: Response) -> JobOut:
+    """A pending, scheduled, waiting, queued or retrying job is cancelled at once (200): it will not run. A running
+    job answers 202: its handler is stopped and it ends `cancelled` within seconds, unless it finished first. A
+    finished job answers 409."""
     try:
-        job = await state.dlq.cancel(principal, job_id)
+        cancel = await state.dlq.cancel(principal, job_id)
     except NotCancellable as exc:
         raise ApiError(409, "not_cancellable", f"The job cannot be cancelled: it is {exc}.") from exc
-    if job is None:
+    if cancel is None:
         raise not_found("job")
-    return JobOut.model_validate(job)
+    if cancel.requested:
+        response.status_code = 202
+    return JobOut.model_validate(cancel.job)
 
 
 @router.post("/{job_id}/retry", response_model=JobOut, responses={409: {"description": "Not dead-lettered."}})

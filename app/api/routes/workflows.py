@@ -123,8 +123,9 @@ async def get_workflow(workflow_id: str, state: StateDep, principal: PrincipalDe
     responses={404: {"description": "No such workflow."}, 409: {"description": "Its jobs kept changing."}},
 )
 async def cancel_workflow(workflow_id: str, state: StateDep, principal: PrincipalDep) -> WorkflowOut:
-    """Cancel every job of the workflow that has not started; a running job runs to its end, and the workflow
-    ends (`cancelled`, or `failed` if a job was dead-lettered) once it has."""
+    """Cancel every job of the workflow that has not started, and stop every running one (it ends `cancelled`
+    within seconds, unless it finished first); the workflow ends (`cancelled`, or `failed` if a job was
+    dead-lettered) once they have."""
     try:
         workflow = await state.workflows.cancel(principal, workflow_id)
     except CancelRaced as exc:

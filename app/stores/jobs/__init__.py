@@ -40,12 +40,19 @@ class Finished(NamedTuple):
     follow: list[Pending]
 
 
+class Renewed(NamedTuple):
+    """What a lease renewal found: the runs still ours, and those of them whose cancel was asked for."""
+
+    ours: set[str]
+    cancelling: set[str]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one run ended in, to record if our fencing token still holds."""
 
     job: JobRow  # as claimed
-    to: JobStatus  # SUCCEEDED, RETRYING or DEAD_LETTERED
+    to: JobStatus  # SUCCEEDED, RETRYING, DEAD_LETTERED or CANCELLED (its cancel asked for while it ran)
     values: dict[str, Any]
     detail: dict[str, Any]
 
@@ -83,6 +90,11 @@ class JobStore(Protocol):
     async def bury(self, conn: AsyncConnection, changes: list[Change]) -> list[Moved]:
         """Jobs whose budget crashes used up -> dead_lettered."""
 
+    async def stop(
+        self, conn: AsyncConnection, changes: list[Change], where: tuple[ColumnElement[bool], ...]
+    ) -> list[Moved]:
+        """Running jobs whose cancel was asked for and whose run was lost -> cancelled."""
+
     async def finish(self, outcomes: list[Outcome]) -> Finished:
         """Every outcome whose fencing token still holds recorded, with what follows it in its workflow."""
 
@@ -92,8 +104,12 @@ class JobStore(Protocol):
     async def give_up_bare(self, job_id: str, values: dict[str, Any]) -> None:
         """`give_up` by the job's status alone, with no event, for a job whose own values break the event."""
 
-    async def renew(self, jobs: list[JobRow]) -> set[str]:
-        """Leases of these runs extended; the ids still ours."""
+    async def renew(self, jobs: list[JobRow]) -> Renewed:
+        """Leases of these runs extended: the ids still ours, and those of them whose cancel was asked for."""
+
+    async def request_cancel(self, conn: AsyncConnection, jobs: list[JobRow]) -> list[JobRow]:
+        """Ask the runs of running jobs (each as last read) to stop, without a status change: those still in that
+        run, as they are now."""
 
     async def progress(self, reports: Mapping[str, tuple[int, dict[str, Any]]]) -> set[str]:
         """Running jobs' progress by id, each (its run's token, the report), written behind the token and the

@@ -18,7 +18,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Finished, Moved, NewJobs, Outcome, holds
+from app.stores.jobs import Finished, Moved, NewJobs, Outcome, Renewed, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.jobs.progress import progress_update
 from app.stores.outbox import Pending
@@ -57,6 +57,11 @@ CLAIM_QUEUED = (
     )
     .returning(*JOBS.c)
 )
+
+
+# A run that failed after its job's cancel was asked for is not retried: its retry is refused like a fenced-out
+# outcome, and its worker records it cancelled instead (PostgreSQL's FINISH_RECORDED says the same).
+FINISH_WHERE: dict[JobStatus, tuple[ColumnElement[bool], ...]] = {S.RETRYING: (JOBS.c.cancel_requested_at.is_(None),)}
 
 
 class PortableJobs:
@@ -158,6 +163,15 @@ class PortableJobs:
         await self.settle(conn, moves)
         return await self.record(conn, moves)
 
+    async def stop(
+        self, conn: AsyncConnection, changes: list[Change], where: tuple[ColumnElement[bool], ...]
+    ) -> list[Moved]:
+        """Running jobs whose cancel was asked for and whose run was lost (its lease expired) -> cancelled; what
+        follows in their workflows is staged for the relay to publish, as a burial's."""
+        moves = await self.cas(conn, steps.STOP, changes, where)
+        await self.settle(conn, moves)
+        return await self.record(conn, moves)
+
     async def finish(self, outcomes: list[Outcome]) -> Finished:
         """One UPDATE per outcome kind behind the fencing check (`runs`), then the audit rows and events of what
         moved, one INSERT each, and what follows in workflows, in one transaction; None for an outcome fenced
@@ -170,15 +184,16 @@ class PortableJobs:
                     tokens = {o.job["id"]: o.job["runs"] for o in mine}
                     fenced = JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens)
                     changes = [Change(o.job, o.values, o.detail) for o in mine]
-                    moves += await self.cas(conn, step, changes, where=(fenced,))
+                    moves += await self.cas(conn, step, changes, where=(fenced, *FINISH_WHERE.get(to, ())))
             staged = {(job["id"], job["seq"]): event for job, event in await self.record(conn, moves)}
             followed = await self.settle(conn, moves)
         return Finished([staged.get((o.job["id"], o.job["seq"] + 1)) for o in outcomes], followed)
 
-    async def renew(self, jobs: list[JobRow]) -> set[str]:
-        """Extend the leases of these runs with one statement; the ids still ours (not fenced out)."""
+    async def renew(self, jobs: list[JobRow]) -> Renewed:
+        """Extend the leases of these runs with one statement: the ids still ours (not fenced out), and those of
+        them whose cancel was asked for."""
         if not jobs:
-            return set()
+            return Renewed(set(), set())
         tokens = {job["id"]: job["runs"] for job in jobs}
         async with self.engine.begin() as conn:
             result = await conn.execute(
@@ -186,9 +201,19 @@ class PortableJobs:
                 .where(JOBS.c.id.in_(list(tokens)), JOBS.c.status == S.RUNNING)
                 .where(JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens))
                 .values(lease_until=utcnow() + timedelta(seconds=self.lease_seconds))
-                .returning(JOBS.c.id)
+                .returning(JOBS.c.id, JOBS.c.cancel_requested_at)
             )
-            return set(result.scalars())
+            rows = result.all()
+        return Renewed({row.id for row in rows}, {row.id for row in rows if row.cancel_requested_at is not None})
+
+    async def request_cancel(self, conn: AsyncConnection, jobs: list[JobRow]) -> list[JobRow]:
+        """Ask the runs of running jobs (each as last read: its `runs`) to stop, one statement: each one's
+        `cancel_requested_at` set, kept if set before. Not a status change (the seq stays, so a run's own outcome
+        is not fenced out by it): those still in that run, as they are now."""
+        if not jobs:
+            return []
+        result = await conn.execute(cancel_request({job["id"]: job["runs"] for job in jobs}, utcnow()))
+        return [job_row(row._mapping) for row in result]
 
     async def progress(self, reports: Mapping[str, tuple[int, dict[str, Any]]]) -> set[str]:
         """Running jobs' progress written with one statement, each behind its run's token: the ids written."""
@@ -298,6 +323,18 @@ class PortableJobs:
                 if found.workflow_id is not None:  # its dependents and its workflow still follow it
                     after = {"id": job_id, "workflow_id": found.workflow_id, "status": str(S.DEAD_LETTERED)}
                     await self.settle(conn, [Move(found.status, cast(JobRow, after), {})])
+
+
+def cancel_request(tokens: dict[str, int], now: datetime) -> Update:
+    """The jobs by id still running in the run of their token (`runs`), their cancel asked for at `now` unless it
+    was before; RETURNING them."""
+    return (
+        update(JOBS)
+        .where(JOBS.c.id.in_(sorted(tokens)), JOBS.c.status == S.RUNNING)
+        .where(JOBS.c.runs == per_row(JOBS.c.id, JOBS.c.runs, tokens))
+        .values(cancel_requested_at=func.coalesce(JOBS.c.cancel_requested_at, now))
+        .returning(*JOBS.c)
+    )
 
 
 def _trail_row(job_id: str, event: str, detail: dict[str, Any]) -> TrailRow:

@@ -28,9 +28,12 @@ INSERT_EVENTS_AND_OUTBOX = (
 # status and values behind its seq and fencing token (`runs`), and the audit row and event of each row that
 # moved, keyed by (id, runs) so a fenced-out run of the same job writes neither. Returns the moved (id, runs)
 # and, for each event staged, its outbox id beside its message id. The three finishing steps move a job from the
-# same statuses (running): one guard for the batch.
+# same statuses (running): one guard for the batch. A retry of a job whose cancel was asked for is refused (as in
+# the portable store's FINISH_WHERE): its worker records it cancelled instead.
 assert len({step.sources for step in steps.FINISHES.values()}) == 1
-FINISH_GUARD = steps.SUCCEED.sql_guard()
+FINISH_GUARD = (
+    steps.SUCCEED.sql_guard() + f" AND (v.status <> '{steps.RETRY.target}' OR jobs.cancel_requested_at IS NULL)"
+)
 FINISH_RECORDED = (
     "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
     "$8::varchar[], $9::timestamptz[], $10::timestamptz[], $19::json[]) "

@@ -18,7 +18,7 @@ from app.stores.jobs import JobStore, Outcome
 from app.stores.outbox import Pending
 from app.workers.jobs.claims import claim_queued, claim_rest
 from app.workers.jobs.locks import Held, JobLocks, Lock
-from app.workers.verdicts import Claimed, Defer, ToDeadLetters, Verdict
+from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
 
 ClaimOutcome = tuple[Verdict, Lock]
 
@@ -82,7 +82,7 @@ class JobBatches:
         if any(isinstance(v, Claimed) for v in final):
             self.failpoints.hit(Failpoint.AFTER_CLAIM_COMMIT)
         await self.locks.release([lock for v, lock in zip(final, locked, strict=True) if not isinstance(v, Claimed)])
-        self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters) for p in v.events])
+        self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters | Drop) for p in v.events])
         return list(zip(final, locked, strict=True))
 
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:

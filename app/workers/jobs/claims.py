@@ -1,6 +1,6 @@
 """Rule 4 for a batch of job messages: the common claim in one step (queued -> running), then every other job read
-and judged one by one (a due retry or an expired lease is taken over, a spent budget buried, the rest dropped,
-deferred or raced), its moves made by the job store."""
+and judged one by one (a due retry or an expired lease is taken over, a spent budget buried, an expired lease of a
+job whose cancel was asked for cancelled, the rest dropped, deferred or raced), its moves made by the job store."""
 
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,10 +29,12 @@ class Early:
 
 @dataclass(frozen=True)
 class Take:
-    """A judged job still to be written: run it, or bury it (its budget spent)."""
+    """A judged job still to be written: run it, bury it (its budget spent), or stop it (its run lost after its
+    cancel was asked for)."""
 
     job: JobRow
     bury: bool = False
+    stop: bool = False
 
 
 async def claim_queued(store: JobStore, job_ids: list[str]) -> Early:
@@ -57,12 +59,14 @@ async def claim_rest(store: JobStore, job_ids: list[str], early: Early) -> list[
         due = (JOBS.c.status != S.RETRYING) | (JOBS.c.next_attempt_at <= now)
         expired = (JOBS.c.status != S.RUNNING) | (JOBS.c.lease_until < now)
         lease = now + timedelta(seconds=store.lease_seconds)
-        runs = [_run(t.job, now, lease) for t in takes if not t.bury]
+        runs = [_run(t.job, now, lease) for t in takes if not t.bury and not t.stop]
         taken = await store.take_over(conn, runs, (due, expired, JOBS.c.held.is_(None)))
         buried = await store.bury(conn, [_burial(t.job, now) for t in takes if t.bury])
+        stopped = await store.stop(conn, [_stop(t.job, now) for t in takes if t.stop], (expired,))
     verdicts: dict[str, Verdict] = {j: Raced() if isinstance(v, Take) else v for j, v in judged.items()}
     verdicts |= {job["id"]: Claimed(job, [staged]) for job, staged in taken}
     verdicts |= {job["id"]: ToDeadLetters([staged], job) for job, staged in buried}
+    verdicts |= {job["id"]: Drop("job was cancelled as it ran", [staged]) for job, staged in stopped}
     return [_after(early.events.get(j, []), verdicts.get(j, Drop("no such job"))) for j in job_ids]
 
 
@@ -85,6 +89,8 @@ def _judge(job: JobRow, now: datetime) -> Verdict | Take:
         return Defer((lease - now).total_seconds())
     if status == S.RETRYING and due is not None and due > now:
         return Defer((due - now).total_seconds())
+    if status == S.RUNNING and job["cancel_requested_at"] is not None:  # its run was lost after its cancel was asked
+        return Take(job, stop=True)
     return Take(job, bury=job["attempts"] >= budget(job["max_retries"]))
 
 
@@ -107,6 +113,10 @@ def _burial(job: JobRow, now: datetime) -> Change:
     }
     values = {"error": error, "dead_reason": str(DeadReason.WORKER_LOST), "finished_at": now, "lease_until": None}
     return Change(job, values, {"error": error})
+
+
+def _stop(job: JobRow, now: datetime) -> Change:
+    return Change(job, {"finished_at": now, "lease_until": None})
 
 
 def _after(earlier: list[Pending], verdict: Verdict) -> Verdict:

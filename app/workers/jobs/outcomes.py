@@ -1,5 +1,5 @@
-"""What a run ended in, as the job store records it: succeeded, retrying, or dead-lettered (by the retry policy,
-or because the service could not process the job's message)."""
+"""What a run ended in, as the job store records it: succeeded, retrying, dead-lettered (by the retry policy, or
+because the service could not process the job's message), or cancelled (stopped: its cancel was asked for)."""
 
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,10 @@ def dead_lettered(job: JobRow, error: dict[str, Any], reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
     values.update(_progress(job))
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
+
+
+def cancelled(job: JobRow) -> Outcome:
+    return Outcome(job, S.CANCELLED, {"finished_at": utcnow(), "lease_until": None, **_progress(job)}, {})
 
 
 def _progress(job: JobRow) -> dict[str, Any]:

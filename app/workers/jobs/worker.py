@@ -39,7 +39,7 @@ from app.workers.jobs.cpu_pool import CpuPool
 from app.workers.jobs.holds import Holds
 from app.workers.jobs.leases import Lease, Leases
 from app.workers.jobs.locks import JobLocks, Lock
-from app.workers.jobs.outcomes import dead_lettered, give_up, retrying, succeeded, with_last_report
+from app.workers.jobs.outcomes import cancelled, dead_lettered, give_up, retrying, succeeded, with_last_report
 from app.workers.jobs.progress import Progress
 from app.workers.jobs.replies import JobReplies
 from app.workers.jobs.runner import run_attempt, run_sealed
@@ -217,9 +217,15 @@ class JobWorker:
         try:
             result = await attempt
         except asyncio.CancelledError:
-            self._ended(job)
-            await self.locks.release([lock])
+            stopped = self.leases.stopping(job["id"])
+            job = self._ended(job)
             current = asyncio.current_task()
+            if (current is None or not current.cancelling()) and stopped:
+                if probe:  # stopped, it says nothing of the job type's health: the next probe may go
+                    await self.breakers.release_probe(job["job_type"])
+                await self._cancelled(message, job, lock)
+                return
+            await self.locks.release([lock])
             if current is not None and current.cancelling():
                 attempt.cancel()
                 raise  # shutting down: unacked, so the broker redelivers it
@@ -228,9 +234,10 @@ class JobWorker:
             return
         except Exception as exc:
             ran.observe(time.perf_counter() - started)
+            stopped = self.leases.stopping(job["id"])
             job = self._ended(job)
             await self._judge(job["job_type"], exc, probe)
-            await self._failed(message, job, lock, exc)
+            await self._failed(message, job, lock, exc, stopped)
             return
         ran.observe(time.perf_counter() - started)
         job = self._ended(job)
@@ -259,6 +266,20 @@ class JobWorker:
         self.processed += 1
         await self._settle(message, staged, ack=True)
 
+    async def _cancelled(self, message: Message, job: JobRow, lock: Lock) -> None:
+        """The handler was stopped for the job's cancel: record it cancelled, fenced like any outcome (one recorded
+        first, or a newer run's, stands), then ack: its message is never run again."""
+        outcome = cancelled(job)
+        staged = await self.batches.finish(outcome, lock)
+        if staged is not None:
+            self.replies.send(message, job["id"], JobStatus.CANCELLED)
+            job_log.finished(job, outcome.to, outcome.values["finished_at"])
+        await message.ack()
+
+    def stop_run(self, job_id: str) -> bool:
+        """Stop the handler of `job_id` if this worker runs it (its cancel was asked for): whether it does."""
+        return self.leases.stop(job_id)
+
     async def _judge(self, job_type: str, exc: Exception | None, probe: bool) -> None:
         """Feed the job type's breaker: successes and transient failures count; a client's bad input does not."""
         if isinstance(exc, PermanentError):
@@ -267,7 +288,10 @@ class JobWorker:
             return
         await self.breakers.record(job_type, ok=exc is None, probe=probe)
 
-    async def _failed(self, message: Message, job: JobRow, lock: Lock, exc: Exception) -> None:
+    async def _failed(self, message: Message, job: JobRow, lock: Lock, exc: Exception, stopped: bool = False) -> None:
+        if stopped:  # it failed as it was stopped for its cancel: cancelled, not failed
+            await self._cancelled(message, job, lock)
+            return
         error = error_of(exc)
         tiers = self.resources.topology.job_tiers
         plan = decide(exc, job["attempts"], job["max_retries"], tiers, utcnow())
@@ -283,9 +307,11 @@ class JobWorker:
         attempt, delay = job["attempts"], plan.tier.delay
         logger.info("job {} attempt {} failed, retrying in ~{}s: {}", job["id"], attempt, delay, error["message"])
         staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
-        if staged is not None:
-            job_message = JobMessage.from_row(job)
-            await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
+        if staged is None:  # refused: a newer run owns the job, or its cancel was asked for (never retried then)
+            await self._cancelled(message, job, lock)
+            return
+        job_message = JobMessage.from_row(job)
+        await self._to_tier(message, job_message, plan.tier, plan.expiration_ms, job["attempts"])
         await self._settle(message, staged, ack=True)
 
     async def _settle(self, message: Message, staged: Pending | None, ack: bool) -> None:

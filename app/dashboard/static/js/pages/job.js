@@ -6,7 +6,8 @@ import { deliveryList } from "../deliveries.js";
 import { follow } from "../sse.js";
 
 const REFRESH_MS = 3000;
-const CANCELLABLE = new Set(["waiting", "pending", "scheduled", "queued", "retrying"]);
+// A running job's cancel stops its handler (it ends cancelled unless it finishes first).
+const CANCELLABLE = new Set(["waiting", "pending", "scheduled", "queued", "retrying", "running"]);
 const FIELDS = [
   "id",
   "client_id",
@@ -118,10 +119,13 @@ async function openArtifact(job, holder) {
 
 function buttons(job, reload, holder) {
   const post = (verb) => () => api(`/api/v1/jobs/${job.id}/${verb}`, { method: "POST" }).then(reload);
+  const running = job.status === "running";
   const cancel = action("Cancel job", post("cancel"), {
     kind: "danger",
-    confirm: "Cancel this job? It will not run, and this cannot be undone.",
-    done: "Job cancelled.",
+    confirm: running
+      ? "Cancel this running job? Its handler is stopped unless it finishes first, and this cannot be undone."
+      : "Cancel this job? It will not run, and this cannot be undone.",
+    done: running ? "Cancel asked: the job stops within seconds." : "Job cancelled.",
   });
   const retry = action("Retry job", post("retry"), {
     confirm: "Run this dead-lettered job again, with a new retry budget?",
