@@ -22,7 +22,7 @@ def point(attribute: str) -> EntryPoint:
 
 
 def test_entry_points_and_modules_give_their_job_types_beside_the_built_in_ones() -> None:
-    plugins = discover([point("PAIR")], [SAMPLES])
+    plugins = discover([point("PAIR"), point("PAIR")], [SAMPLES])  # one distribution seen twice: once
     assert [(p.job_type.name, p.source.split(" (")[0]) for p in plugins] == [
         ("shout", "the plugin an installed package"),
         ("whisper", "the plugin an installed package"),

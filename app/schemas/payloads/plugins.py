@@ -66,7 +66,9 @@ def plugin_types(builtins: Sequence[str]) -> dict[str, JobTypeLike]:
 
 def discover(points: Iterable[EntryPoint], modules: Sequence[str]) -> tuple[Plugin, ...]:
     """The job types of these entry points and modules, each checked; PluginError on the first that fails."""
-    found = [plugin for point in points for plugin in _from_entry_point(point)]
+    # A distribution on the path twice (a .pth file naming a folder already there) lists its entry points twice.
+    unique = {(point.name, point.value): point for point in points}.values()
+    found = [plugin for point in unique for plugin in _from_entry_point(point)]
     found += [plugin for name in modules for plugin in _from_module(name)]
     return tuple(found)
 
