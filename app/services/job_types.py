@@ -84,24 +84,27 @@ class JobTypeService:
 
 
 async def release_held(
-    jobs: JobStore,
-    types: JobTypeStore,
-    outbox: Outbox,
-    max_batches: int = MAX_BATCHES_PER_CYCLE,
-    reason: HeldReason = HeldReason.PAUSED,
-    names: Iterable[str] = PAYLOADS,
+    jobs: JobStore, types: JobTypeStore, outbox: Outbox, max_batches: int = MAX_BATCHES_PER_CYCLE
 ) -> int:
-    """One pass of the release: the jobs of the types `names` held for `reason` whose type is not paused (any
-    more), each released by one compare-and-set with its lane message staged in the same transaction, then
-    published (what the broker does not confirm, the outbox relay sends). Returns how many were released. A job
-    worker releases the `UNKNOWN_TYPE` holds of the types it has (docs/plugins.md)."""
+    """One pass of the release: the held jobs whose type is not paused any more, each released by one
+    compare-and-set with its lane message staged in the same transaction, then published (what the broker does
+    not confirm, the outbox relay sends). Returns how many were released."""
     paused = await types.paused()
     released = 0
-    for name in sorted(names):  # a type at a time: its held jobs in the index's order, each batch stops early
+    for name in sorted(PAYLOADS):  # a type at a time: its held jobs in the index's order, each batch stops early
         if name not in paused:
-            released += await _release_type(jobs, outbox, name, max_batches, reason)
+            released += await _release(jobs, outbox, [name], max_batches, HeldReason.PAUSED)
     if released:
-        logger.info("released {} held job(s) ({}) to their lanes", released, reason)
+        logger.info("released {} held job(s) to their lanes", released)
+    return released
+
+
+async def release_unknown(jobs: JobStore, outbox: Outbox, known: Iterable[str]) -> int:
+    """One pass of a job worker's release of the jobs that workers without their type held (docs/plugins.md), of
+    the types it has, `known` (not paused): one read when there are none, as on most passes. Returns how many."""
+    released = await _release(jobs, outbox, sorted(known), MAX_BATCHES_PER_CYCLE, HeldReason.UNKNOWN_TYPE)
+    if released:
+        logger.info("released {} job(s) held for a type their worker lacked to their lanes", released)
     return released
 
 
@@ -122,10 +125,10 @@ def payload_schema(name: str) -> dict[str, Any]:
     return PAYLOADS[name].model.model_json_schema()
 
 
-async def _release_type(jobs: JobStore, outbox: Outbox, job_type: str, max_batches: int, reason: HeldReason) -> int:
+async def _release(jobs: JobStore, outbox: Outbox, job_types: list[str], max_batches: int, reason: HeldReason) -> int:
     released = 0
     for _ in range(max_batches):
-        held, staged = await jobs.release([job_type], RELEASE_BATCH, reason)
+        held, staged = await jobs.release(job_types, RELEASE_BATCH, reason)
         await outbox.publish(staged)
         released += len(held)
         if len(held) < RELEASE_BATCH:

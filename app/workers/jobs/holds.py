@@ -18,7 +18,7 @@ from app.core.messages import JobMessage
 from app.core.resources import Resources
 from app.core.statuses import HeldReason
 from app.handlers.registry import JOB_TYPES
-from app.services.job_types import release_held
+from app.services.job_types import release_unknown
 from app.services.outbox import Outbox
 from app.stores.job_types import JobTypeStore
 from app.stores.jobs import JobStore
@@ -74,7 +74,6 @@ class UnknownTypes:
     types this process has, held by another worker, it releases at its start and every `interval` seconds."""
 
     jobs: JobStore
-    types: JobTypeStore
     outbox: Outbox
     known: frozenset[str]
     interval: float
@@ -99,7 +98,7 @@ class UnknownTypes:
     async def release(self) -> None:
         """Send the jobs of our types that other workers held back to their lanes."""
         try:
-            await release_held(self.jobs, self.types, self.outbox, reason=HeldReason.UNKNOWN_TYPE, names=self.known)
+            await release_unknown(self.jobs, self.outbox, self.known)
         except Exception as exc:  # the next pass tries again
             logger.warning("releasing the jobs held for a type other workers lack failed: {}", exc)
 
@@ -136,7 +135,7 @@ class Holds:
         paused = PausedTypes(stores.job_types, settings.pause_refresh_seconds)
         admissions = Admissions(stores.flow, outbox, settings.job_batch_size, settings.pause_refresh_seconds)
         known = frozenset(JOB_TYPES)
-        unknown = UnknownTypes(stores.jobs, stores.job_types, outbox, known, settings.pause_refresh_seconds)
+        unknown = UnknownTypes(stores.jobs, outbox, known, settings.pause_refresh_seconds)
         return cls(stores.jobs, paused, admissions, unknown, settings.job_batch_size)
 
     async def held(self, message: JobMessage) -> bool:
