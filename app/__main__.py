@@ -59,15 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     if args.command == "migrate":
         return migrate(settings)
+    if problem := _plugin_problem():
+        print(f"Cannot start: {problem}", file=sys.stderr)
+        return 2
     if args.command == "dev":
         return dev()
     if args.command == "rotate-secrets":
         return rotate_secrets(settings, args.batch_rows)
-    if problem := _process_count_problem(settings, args.processes):
+    if problem := _process_count_problem(settings, args.processes) or _topology_problem(settings):
         print(problem, file=sys.stderr)
-        return 2
-    if problem := _topology_problem(settings):
-        print(f"Cannot start: {problem}", file=sys.stderr)
         return 2
     if args.command == "api":
         return serve(settings, args.processes)
@@ -96,10 +96,24 @@ def settings_doc(check: bool) -> int:
     return 1 if check and changed else 0
 
 
+def _plugin_problem() -> str | None:
+    """Why the job type plugins keep this process from starting (docs/plugins.md), or None."""
+    from importlib import import_module
+
+    from app.schemas.payloads.plugins import PluginError
+
+    try:
+        import_module("app.schemas.payloads.registry")  # its import loads the plugins and checks their names
+    except PluginError as exc:
+        return str(exc)
+    return None
+
+
 def _topology_problem(settings: Settings) -> str | None:
     from app.preflight import topology_problem
 
-    return asyncio.run(topology_problem(settings))
+    problem = asyncio.run(topology_problem(settings))
+    return None if problem is None else f"Cannot start: {problem}"
 
 
 def migrate(settings: Settings) -> int:

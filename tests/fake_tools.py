@@ -31,9 +31,18 @@ class FakeTools:
         return result
 
     async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, seconds: float, max_bytes: int = 4096
     ) -> HttpAnswer:
-        self.calls.append({"method": method, "url": url, "headers": headers, "body": body, "timeout": timeout_seconds})
+        self.calls.append(
+            {
+                "method": method,
+                "url": url,
+                "headers": headers,
+                "body": body,
+                "timeout": seconds,
+                "max": max_bytes,
+            }
+        )
         result: HttpAnswer = _canned(self.call_answer, "call")
         return result
 

@@ -212,11 +212,14 @@ class Process:
 
 
 @contextlib.contextmanager
-def app_process(args: list[str], env: dict[str, str], log: Path, module: str = "app") -> Iterator[Process]:
-    """Run `python -m app <args>` (or a test launcher of it, `module`); killed on the way out whatever happens,
-    with every process it started (an API of several processes): it leads a process group of its own."""
+def app_process(
+    args: list[str], env: dict[str, str], log: Path, module: str = "app", python: str = sys.executable
+) -> Iterator[Process]:
+    """Run `python -m app <args>` (or a test launcher of it, `module`; with another interpreter, `python`); killed on
+    the way out whatever happens, with every process it started (an API of several processes): it leads a process
+    group of its own."""
     with log.open("wb") as out:
-        command = [sys.executable, "-m", module, *args]
+        command = [python, "-m", module, *args]
         popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=out, start_new_session=True)
     process = Process(popen, log)
     try:

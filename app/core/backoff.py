@@ -2,6 +2,8 @@
 
 import random
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 # How long a delivery whose endpoint has its fill of attempts in flight waits in a delay tier, as multiples of the
 # shortest webhook retry delay (5 s, 15 s, then 60 s by default): longer each time it finds the endpoint busy again,
@@ -80,3 +82,18 @@ def tier_at_most(tiers: list[Tier], seconds: float) -> Tier:
     """The longest tier that waits no more than `seconds` (the shortest when none does): come back in time."""
     fitting = [tier for tier in tiers if tier.delay <= seconds]
     return fitting[-1] if fitting else tiers[0]
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT; a sender's "-0000" reads as a naive time
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     job_timeout_seconds: float = Field(default=300, gt=0, le=1500)
     """Default time limit of one attempt, in seconds; a job may ask for up to 1500 (RabbitMQ's consumer timeout
     is 30 min)."""
+    job_type_modules: str = ""
+    """Modules to import for job types of your own, comma-separated (`myteam.jobs,myteam.reports`): each defines
+    JOB_TYPE or JOB_TYPES (docs/plugins.md). Installed packages can register theirs through the `taskq.job_types`
+    entry-point group instead. One that fails to import, or whose type's name a built-in type or another plugin has,
+    stops start-up with a message saying which."""
     publish_timeout_seconds: float = Field(default=5, gt=0)
     """How long a publish waits for the broker's confirm before it counts as failed, in seconds. A relay pass holds
     the outbox rows it took for three times this."""

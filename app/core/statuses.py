@@ -97,6 +97,7 @@ class HeldReason(StrEnum):
     CONCURRENCY = "concurrency"  # its concurrency key's slots are all taken
     RATE = "rate"  # its rate key's window has no start left
     FAIR = "fair"  # its client has its share of the lane waiting already: it waits its turn
+    UNKNOWN_TYPE = "unknown_type"  # a job worker that took it has no handler for its type (a plugin it lacks)
 
 
 class OnFailure(StrEnum):

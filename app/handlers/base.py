@@ -21,6 +21,7 @@ class HttpAnswer:
     status_code: int
     body: str
     duration_ms: float
+    retry_after: str | None = None  # the answer's Retry-After header, as it came
 
 
 class JobTools(Protocol):
@@ -39,9 +40,9 @@ class JobTools(Protocol):
         ...
 
     async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, seconds: float, max_bytes: int = 4096
     ) -> HttpAnswer:
-        """Any HTTP call through the SSRF guard (no redirects, 4 KiB of the answer kept)."""
+        """Any HTTP call through the SSRF guard within `seconds`; no redirects, `max_bytes` of the answer read."""
         ...
 
 

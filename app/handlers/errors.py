@@ -6,7 +6,12 @@ class JobError(Exception):
 
 
 class TransientError(JobError):
-    """Worth trying again later: a timeout, a 5xx, a dropped connection."""
+    """Worth trying again later: a timeout, a 5xx, a dropped connection. `retry_after`: the seconds the failing
+    service asked us to wait (its Retry-After), which the retry policy honours within the job's retry budget."""
+
+    def __init__(self, message: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class PermanentError(JobError):

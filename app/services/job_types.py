@@ -8,11 +8,14 @@ DESIGN.md rule 18); `release_held`, a background loop of every process and run o
 them. It is level-triggered: a hold that committed after a resume's release (a worker that had not yet read the
 resume) is released by the next pass."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from loguru import logger
 
-from app.core.statuses import JobStatus
+from app.core.statuses import HeldReason, JobStatus
 from app.models.types import utcnow
 from app.schemas.payloads.registry import PAYLOADS
 from app.services.outbox import Outbox
@@ -40,6 +43,7 @@ class JobTypeState:
     paused: bool
     queued: int  # the caller's jobs of this type waiting to start (pending or queued), held ones included
     running: int
+    payload_schema: dict[str, Any]  # the JSON Schema of its payload, as OpenAPI shows it under JobRequest
 
 
 @dataclass
@@ -89,9 +93,18 @@ async def release_held(
     released = 0
     for name in sorted(PAYLOADS):  # a type at a time: its held jobs in the index's order, each batch stops early
         if name not in paused:
-            released += await _release_type(jobs, outbox, name, max_batches)
+            released += await _release(jobs, outbox, [name], max_batches, HeldReason.PAUSED)
     if released:
         logger.info("released {} held job(s) to their lanes", released)
+    return released
+
+
+async def release_unknown(jobs: JobStore, outbox: Outbox, known: Iterable[str]) -> int:
+    """One pass of a job worker's release of the jobs that workers without their type held (docs/plugins.md), of
+    the types it has, `known` (not paused): one read when there are none, as on most passes. Returns how many."""
+    released = await _release(jobs, outbox, sorted(known), MAX_BATCHES_PER_CYCLE, HeldReason.UNKNOWN_TYPE)
+    if released:
+        logger.info("released {} job(s) held for a type their worker lacked to their lanes", released)
     return released
 
 
@@ -103,13 +116,19 @@ def _known(job_type: str) -> None:
 def _state(name: str, paused: bool, counts: Counts) -> JobTypeState:
     queued = sum(counts.get((name, status), 0) for status in WAITING)
     running = counts.get((name, S.RUNNING), 0)
-    return JobTypeState(name, PAYLOADS[name].description, paused, queued, running)
+    return JobTypeState(name, PAYLOADS[name].description, paused, queued, running, payload_schema(name))
 
 
-async def _release_type(jobs: JobStore, outbox: Outbox, job_type: str, max_batches: int) -> int:
+@cache
+def payload_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a job type's payload (a built-in's or a plugin's)."""
+    return PAYLOADS[name].model.model_json_schema()
+
+
+async def _release(jobs: JobStore, outbox: Outbox, job_types: list[str], max_batches: int, reason: HeldReason) -> int:
     released = 0
     for _ in range(max_batches):
-        held, staged = await jobs.release([job_type], RELEASE_BATCH)
+        held, staged = await jobs.release(job_types, RELEASE_BATCH, reason)
         await outbox.publish(staged)
         released += len(held)
         if len(held) < RELEASE_BATCH:

@@ -3,12 +3,11 @@
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any
 
-from app.core.backoff import Tier, jittered_ms, tier_for_retry
+from app.core.backoff import Tier, jittered_ms, tier_at_most, tier_for_retry
 from app.core.statuses import DeadReason
-from app.handlers.errors import JobTimeout, PermanentError
+from app.handlers.errors import JobTimeout, PermanentError, TransientError
 
 
 @dataclass(frozen=True)
@@ -46,9 +45,20 @@ def decide(
         return DeadLetter(DeadReason.PERMANENT_ERROR)
     if attempts >= budget(max_retries):
         return DeadLetter(DeadReason.TIMEOUT if isinstance(exc, JobTimeout) else DeadReason.RETRIES_EXHAUSTED)
+    if isinstance(exc, TransientError) and exc.retry_after is not None:
+        return asked_wait(exc.retry_after, tiers, now)
     tier = tier_for_retry(tiers, attempts)
     # Due at the tier's lower bound; the message's own expiration falls in [delay, 1.2 x delay].
     return Retry(tier, jittered_ms(tier, rng), now + timedelta(seconds=tier.delay))
+
+
+def asked_wait(retry_after: float, tiers: list[Tier], now: datetime) -> Retry:
+    """The retry a failing service asked for (its Retry-After), within RETRY_BASE_DELAY and RETRY_MAX_DELAY (the
+    shortest and the longest tier): never sooner than any retry, never later than the longest backoff."""
+    wait = min(max(retry_after, tiers[0].delay), tiers[-1].delay)
+    tier = tier_at_most(tiers, wait)
+    # Past the tier's ceiling the message comes back early and is deferred until next_attempt_at.
+    return Retry(tier, min(round(wait * 1000), tier.ttl_ms), now + timedelta(seconds=wait))
 
 
 def delivery_plan(
@@ -67,16 +77,3 @@ def delivery_plan(
     wait = min(max(retry_after, delay), 2 * delay)
     # Past the tier's ceiling the message comes back early and is deferred until next_attempt_at.
     return Retry(tier, min(round(wait * 1000), tier.ttl_ms), now + timedelta(seconds=wait))
-
-
-def parse_retry_after(value: str | None, now: datetime) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    if value.strip().isdigit():
-        return float(value.strip())
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - now).total_seconds())

@@ -74,6 +74,7 @@ async def test_every_job_type_is_listed_with_its_description_and_the_callers_cou
             "paused": False,
             "queued": 0,  # a new client has no job
             "running": 0,
+            "payload_schema": PAYLOADS[item["name"]].model.model_json_schema(),
         }
 
 
@@ -115,9 +116,10 @@ async def test_a_paused_types_new_job_waits_queued_and_runs_once_resumed(
     waiting = await api.job(headers, job["id"])
     assert waiting["status"] == "queued" and "held" not in waiting
     assert "running" not in events_of(await trail(api, headers, job["id"]))
-    assert (await listed(api, headers))["echo"] | {"description": ""} == {
+    assert (await listed(api, headers))["echo"] | {"description": "", "payload_schema": {}} == {
         "name": "echo",
         "description": "",
+        "payload_schema": {},
         "paused": True,
         "queued": 1,
         "running": 0,

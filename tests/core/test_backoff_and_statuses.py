@@ -96,6 +96,29 @@ def test_no_retries_allowed_means_the_first_failure_is_final() -> None:
     assert decide(TransientError("503"), 1, 0, TIERS, NOW) == DeadLetter("retries_exhausted")
 
 
+@pytest.mark.parametrize(
+    ("asked", "wait", "tier"),
+    [
+        (30.0, 30.0, 16),  # between tiers: the tier below, the rest deferred until next_attempt_at
+        (64.0, 64.0, 64),
+        (0.0, 2.0, 2),  # never sooner than the shortest retry
+        (86_400.0, 600.0, 600),  # never later than the longest
+    ],
+)
+def test_a_retry_after_sets_the_retrys_delay_within_the_shortest_and_longest_tiers(
+    asked: float, wait: float, tier: float
+) -> None:
+    outcome = decide(TransientError("503", retry_after=asked), 1, 3, TIERS, NOW)
+    assert isinstance(outcome, Retry)
+    assert outcome.next_attempt_at == NOW + timedelta(seconds=wait)
+    assert outcome.tier.delay == tier
+    assert outcome.expiration_ms == min(round(wait * 1000), outcome.tier.ttl_ms)
+
+
+def test_a_retry_after_does_not_stretch_the_retry_budget() -> None:
+    assert decide(TransientError("429", retry_after=5), 4, 3, TIERS, NOW) == DeadLetter("retries_exhausted")
+
+
 # -- the status table -----------------------------------------------------------------------------
 
 

@@ -792,6 +792,30 @@ async def test_a_job_type_is_paused_and_resumed_from_the_overview(
     assert await paused_types(service) == []
 
 
+async def test_a_held_jobs_page_says_why_it_waits_until_it_runs(
+    service: Service, tab_of: Tab, echo_resumed: None
+) -> None:
+    page, key = tab_of.page, await service.new_key("dash-held")
+    assert (await service.http.post("/api/v1/job-types/echo/pause", headers=Service.admin)).status_code == 202
+    job = await service.submit(key, job_type="echo", payload={"waits": True})
+
+    async def held() -> list[str]:
+        answer = await service.http.get(f"/api/v1/jobs/{job['id']}/events", headers=bearer(key))
+        events = [event["event"] for event in answer.json()]
+        return events if "held" in events else []
+
+    assert "running" not in await wait_for(held, within=WITHIN)
+    await sign_in(service, page, key)
+    await page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+    notice = page.locator("#held")
+    await expect(notice).to_have_attribute("data-reason", "paused")
+    await expect(notice).to_contain_text("Waiting, held: paused")
+
+    assert (await service.http.post("/api/v1/job-types/echo/resume", headers=Service.admin)).status_code == 202
+    await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "succeeded")
+    await expect(notice).to_have_count(0)
+
+
 async def paused_types(service: Service) -> list[str]:
     answer = await service.http.get("/api/v1/job-types", headers=Service.admin)
     return [item["name"] for item in answer.json()["items"] if item["paused"]]

@@ -152,6 +152,33 @@ async def test_notification_is_signed_and_maps_answers_to_retries(
     assert len(receiver.on("/down")) == 2
 
 
+async def test_an_http_targets_json_answer_is_the_result_after_the_wait_its_retry_after_asked_for(
+    api: Api, worker: JobWorker, receiver: Receiver
+) -> None:
+    headers = await api.new_client("types-target")
+    answers = iter(
+        [
+            Response(status_code=503, headers={"Retry-After": "1"}),  # RETRY_BASE_DELAY is 0.2 s in the tests
+            Response(status_code=200, content=b'{"invoice": "INV-7", "lines": [1, 2]}', media_type="application/json"),
+        ]
+    )
+    receiver.answer = lambda _: next(answers)
+    job = (await api.submit(headers, job_type="notification", payload={"url": receiver.url("/target")})).json()
+
+    done = await until_status(api, headers, job["id"], 30)
+
+    assert done["status"] == "succeeded" and done["attempts"] == 2, done
+    assert done["result"]["body"] == {"invoice": "INV-7", "lines": [1, 2]}
+    assert done["result"]["status_code"] == 200 and "body_note" not in done["result"]
+    first, second = receiver.on("/target")
+    assert second.at - first.at >= 1.0
+    [retrying] = [e for e in await trail(api, headers, job["id"]) if e["event"] == "retrying"]
+    asked = datetime.fromisoformat(retrying["detail"]["next_attempt_at"]) - datetime.fromisoformat(
+        retrying["created_at"]
+    )
+    assert 0.5 <= asked.total_seconds() <= 1.0, retrying  # not the 0.2 s its backoff would wait
+
+
 @pytest.mark.slow
 async def test_a_big_image_does_not_stall_the_echo_jobs(api: Api, worker: JobWorker, receiver: Receiver) -> None:
     headers = await api.new_client("types-big")

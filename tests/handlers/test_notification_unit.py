@@ -2,6 +2,8 @@
 
 import hashlib
 import hmac
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -57,9 +59,13 @@ async def test_a_2xx_answer_is_the_result_and_the_call_is_as_asked() -> None:
     tools = FakeTools(answer=OK)
     result = await notify(tools, method="PUT", body={"event": "done", "ids": [1, 2]}, timeout=3, headers={"X-A": "1"})
 
-    assert result == {"status_code": 200, "duration_ms": 12.3}
+    assert result == {
+        "status_code": 200,
+        "duration_ms": 12.3,
+        "body_note": "the answer's body is not JSON; it is not kept",
+    }
     [call] = tools.calls
-    assert (call["method"], call["url"], call["timeout"]) == ("PUT", URL, 3)
+    assert (call["method"], call["url"], call["timeout"], call["max"]) == ("PUT", URL, 3, 64 * 1024 + 1)
     assert call["body"] == b'{"event":"done","ids":[1,2]}'
     assert call["headers"]["X-A"] == "1"
     assert call["headers"]["Content-Type"] == "application/json"
@@ -125,3 +131,46 @@ async def test_failures_map_to_permanent_or_transient(
 ) -> None:
     with pytest.raises(error, match=message):
         await notify(FakeTools(answer=answer))
+
+
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [
+        ('{"order": 42, "lines": [1, 2]}', {"body": {"order": 42, "lines": [1, 2]}}),
+        ("[true, null]", {"body": [True, None]}),
+        ("  ", {}),
+        ("<html>ok</html>", {"body_note": "the answer's body is not JSON; it is not kept"}),
+        ("NaN", {"body_note": "the answer's body is not JSON; it is not kept"}),
+        ('"' + "x" * 64 * 1024 + '"', {"body_note": "the answer's body is over 65536 bytes; it is not kept"}),
+    ],
+)
+async def test_a_2xx_answers_json_body_is_kept_in_the_result_within_its_bound(body: str, kept: dict[str, Any]) -> None:
+    result = await notify(FakeTools(answer=HttpAnswer(201, body, 7.0)))
+    assert result == {"status_code": 201, "duration_ms": 7.0} | kept
+
+
+@pytest.mark.parametrize(
+    ("answer", "retry_after"),
+    [
+        (HttpAnswer(429, "", 1.0, "7"), 7.0),
+        (HttpAnswer(503, "", 1.0, " 120 "), 120.0),
+        (HttpAnswer(503, "", 1.0, "Wed, 21 Oct 2015 07:28:00 GMT"), 0.0),  # a date gone by: now
+        (HttpAnswer(503, "", 1.0, "soon"), None),
+        (HttpAnswer(503, "", 1.0), None),
+        (HttpAnswer(500, "", 1.0, "7"), None),  # only a 429 or a 503 asks us to wait
+        (HttpAnswer(408, "", 1.0, "7"), None),
+    ],
+)
+async def test_a_retry_after_on_429_or_503_is_the_delay_the_transient_error_asks_for(
+    answer: HttpAnswer, retry_after: float | None
+) -> None:
+    with pytest.raises(TransientError) as raised:
+        await notify(FakeTools(answer=answer))
+    assert raised.value.retry_after == retry_after
+
+
+async def test_a_retry_after_as_an_http_date_counts_from_now() -> None:
+    when = datetime.now(UTC) + timedelta(seconds=90)
+    with pytest.raises(TransientError) as raised:
+        await notify(FakeTools(answer=HttpAnswer(503, "", 1.0, format_datetime(when, usegmt=True))))
+    assert raised.value.retry_after is not None and 85 <= raised.value.retry_after <= 90

@@ -28,6 +28,7 @@ from tests.support import claim_many, drop_jobs, make_job, stores_for
 
 NAMES = Names(NS)
 PAUSED = HeldReason.PAUSED
+UNKNOWN = HeldReason.UNKNOWN_TYPE
 WAITING = ("pending", "queued", "retrying")
 PAST = datetime.now(UTC) - timedelta(minutes=5)
 
@@ -266,6 +267,31 @@ async def test_two_releases_at_once_release_each_job_once(engine: AsyncEngine) -
     assert {job_id: len(rows) for job_id, rows in (await staged_messages(engine, ids)).items()} == dict.fromkeys(ids, 1)
 
 
+async def test_a_type_its_worker_lacks_is_held_on_its_word_and_released_only_for_that_reason(
+    engine: AsyncEngine,
+) -> None:
+    """A job worker without a plugin holds its type's jobs (`unknown_type`, with a note for the dashboard); a release
+    of paused types' holds leaves them; a worker that has the type releases them, unless the type is paused."""
+    stores = stores_for(engine, NAMES)
+    job_type = a_type()
+    ids = await queued_jobs(engine, job_type, 2)
+
+    assert await stores.jobs.hold(ids, UNKNOWN) == set(ids)
+
+    [(_, detail), _] = await held_rows(engine, ids)
+    assert detail["reason"] == "unknown_type" and "no handler for its type" in detail["note"]
+    assert await stores.jobs.release([job_type], 200) == ([], [])  # a pause's release: not these
+    await stores.job_types.pause(job_type, datetime.now(UTC))
+    try:
+        assert await stores.jobs.release([job_type], 200, UNKNOWN) == ([], [])  # paused: a worker would hold again
+    finally:
+        await stores.job_types.resume(job_type)
+    released, staged = await stores.jobs.release([job_type], 200, UNKNOWN)
+    assert sorted(job["id"] for job in released) == sorted(ids)
+    assert sorted(p.message.message_id or "" for p in staged) == sorted(ids)
+    assert set((await column(engine, "held", ids)).values()) == {None}
+
+
 async def test_a_pause_is_kept_once_and_the_counts_are_the_clients(engine: AsyncEngine) -> None:
     types = stores_for(engine, NAMES).job_types
     job_type, client = a_type(), f"c-{uuid.uuid4().hex[:8]}"
@@ -298,8 +324,10 @@ def test_the_hold_and_the_release_render_for_mssql_with_output_and_a_lock_hint()
     assert "OUTPUT inserted.id" in hold and "RETURNING" not in hold and "jobs.held IS NULL" in hold
     assert "jobs.job_type IN (SELECT job_type_pauses.job_type" in hold
     rendered = {"dialect": mssql.dialect(), "compile_kwargs": {"render_postcompile": True}}
-    due = str(holds.due_statement(["echo", "sleep"], 200).compile(**rendered))  # type: ignore[arg-type]
-    release = str(holds.release_statement(["echo", "sleep"]).compile(dialect=mssql.dialect()))
+    due = str(holds.due_statement(["echo", "sleep"], 200, PAUSED).compile(**rendered))  # type: ignore[arg-type]
+    release = str(holds.release_statement(["echo", "sleep"], PAUSED).compile(dialect=mssql.dialect()))
     assert "FROM jobs WITH (UPDLOCK, READPAST, ROWLOCK)" in due and "SELECT TOP 200 jobs.id" in due
     assert "OUTPUT inserted." in release and "RETURNING" not in release and "FOR UPDATE" not in release.upper()
     assert "jobs.job_type NOT IN (SELECT job_type_pauses.job_type" in release
+    unknown = str(holds.HOLD[UNKNOWN].compile(dialect=mssql.dialect()))
+    assert "OUTPUT inserted.id" in unknown and unknown.endswith("jobs.held IS NULL")  # on its word: no condition

@@ -29,8 +29,9 @@ def _unknown() -> ApiError:
 
 @router.get("", response_model=JobTypesOut)
 async def list_job_types(state: StateDep, principal: PrincipalDep) -> JobTypesOut:
-    """Every job type, by name: its description, whether it is paused, and how many of your jobs of it wait
-    (`queued`) or run (`running`); an admin's counts are every client's."""
+    """Every job type, by name (the built-in ones and the installed plugins', docs/plugins.md): its description, its
+    payload's JSON Schema, whether it is paused, and how many of your jobs of it wait (`queued`) or run (`running`);
+    an admin's counts are every client's."""
     return JobTypesOut(items=[_out(one) for one in await state.job_types.states(principal)])
 
 

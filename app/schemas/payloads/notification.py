@@ -98,7 +98,9 @@ def credentials(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 SPEC = PayloadSpec(
     "notification",
     NotificationPayload,
-    "Makes one HTTP call, signed like a webhook delivery with a `secret`; 5xx and timeouts are retried.",
+    "Makes one HTTP call (an HTTP target: any service as a handler), signed like a webhook delivery with a "
+    "`secret`; a 2xx answer's JSON body is the result; 5xx and timeouts are retried, after a 429's or 503's "
+    "Retry-After.",
     urls=lambda payload: {"url": payload.url},
     credentials=credentials,
 )

@@ -133,9 +133,12 @@ class JobStore(Protocol):
 
     async def hold(self, job_ids: list[str], reason: HeldReason) -> set[str]:
         """The jobs among `job_ids` that wait to start held back in the database (rule 18) while `reason` stands
-        (their type still paused), each newly held with its `held` audit row: the ids held now, by this call or
-        before it. Not a status change."""
+        (their type still paused; a type the calling worker has no handler for stands on its word), each newly
+        held with its `held` audit row: the ids held now, by this call or before it. Not a status change."""
 
-    async def release(self, job_types: list[str], limit: int) -> tuple[list[JobRow], list[Pending]]:
-        """Up to `limit` held jobs of `job_types` whose reason has passed, released oldest first by one
+    async def release(
+        self, job_types: list[str], limit: int, reason: HeldReason = HeldReason.PAUSED
+    ) -> tuple[list[JobRow], list[Pending]]:
+        """Up to `limit` jobs of `job_types` held for `reason` that has passed (their type is not paused; for
+        `UNKNOWN_TYPE`, the caller is a job worker that has their type), released oldest first by one
         compare-and-set with their lane messages staged: the jobs, and the messages to publish."""

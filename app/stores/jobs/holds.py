@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Update, and_, bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, bindparam, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.broker import Outgoing
@@ -32,7 +32,16 @@ _UNFINISHED = JOBS.c.status.in_([str(status) for status in (*HOLDABLE, JobStatus
 HELD_NOW = and_(JOBS.c.held.is_not(None), _UNFINISHED)
 # What each reason is, read at the hold itself: a worker's view of the paused types may lag the database by a
 # refresh, so the hold takes only while its reason still stands (a job whose type was resumed meanwhile runs).
-_STANDS = {HeldReason.PAUSED: JOBS.c.job_type.in_(select(JOB_TYPE_PAUSES.c.job_type))}
+# A job of a type the worker has no handler for is held on that worker's word (docs/plugins.md).
+_STANDS = {
+    HeldReason.PAUSED: JOBS.c.job_type.in_(select(JOB_TYPE_PAUSES.c.job_type)),
+    HeldReason.UNKNOWN_TYPE: true(),
+}
+# What the audit trail says of a hold besides its reason, where the reason alone does not say what to do.
+NOTES = {
+    HeldReason.UNKNOWN_TYPE: "the job worker that took it has no handler for its type (a plugin not installed "
+    "there); it waits, queued, until a job worker that has the type runs (docs/plugins.md)",
+}
 HOLD = {
     reason: update(JOBS)
     .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), _WAITING, JOBS.c.held.is_(None), stands)
@@ -56,46 +65,48 @@ async def hold(conn: AsyncConnection, job_ids: list[str], reason: HeldReason) ->
     newly = set((await conn.execute(HOLD[reason], {"ids": ids, "now": now})).scalars())
     rest = [job_id for job_id in ids if job_id not in newly]
     before = set((await conn.execute(HELD_BEFORE, {"ids": rest, "now": now})).scalars()) if rest else set()
-    detail = {"reason": str(reason)}
+    detail = {"reason": str(reason)} | ({"note": NOTES[reason]} if reason in NOTES else {})
     trail: list[TrailRow] = [
         {"job_id": job_id, "event": TrailEvent.HELD, "detail": detail, "created_at": now} for job_id in sorted(newly)
     ]
     return newly | before, trail
 
 
-def released(job_types: Sequence[str]) -> ColumnElement[bool]:
-    """Held jobs whose reason has passed, among the jobs of `job_types`: paused, and their type is not paused any
-    more. (`job_types` narrows the scan to the index's entries of those types; the subquery is the truth.)"""
+def released(job_types: Sequence[str], reason: HeldReason = HeldReason.PAUSED) -> ColumnElement[bool]:
+    """Held jobs whose reason has passed, among the jobs of `job_types`, their type not paused (any more): held for
+    a pause, or (`UNKNOWN_TYPE`) by a worker without their type, when the caller is a worker that has them.
+    (`job_types` narrows the scan to the index's entries of those types; the subquery is the truth.)"""
     paused = select(JOB_TYPE_PAUSES.c.job_type)
     return and_(
-        JOBS.c.held == str(HeldReason.PAUSED),
+        JOBS.c.held == str(reason),
         JOBS.c.job_type.in_(list(job_types)),
         JOBS.c.job_type.not_in(paused),
         _UNFINISHED,
     )
 
 
-async def any_released(conn: AsyncConnection, job_types: Sequence[str]) -> bool:
+async def any_released(conn: AsyncConnection, job_types: Sequence[str], reason: HeldReason) -> bool:
     """Whether a held job of `job_types` may be released now: one read, most often of no index entry at all."""
     if not job_types:
         return False
-    return (await conn.execute(select(JOBS.c.id).where(released(job_types)).limit(1))).first() is not None
+    query = select(JOBS.c.id).where(released(job_types, reason)).limit(1)
+    return (await conn.execute(query)).first() is not None
 
 
-def due_statement(job_types: Sequence[str], limit: int) -> Select[Any]:
+def due_statement(job_types: Sequence[str], limit: int, reason: HeldReason) -> Select[Any]:
     """Up to `limit` released jobs, oldest first, locked for the caller's transaction; rows another release holds
     are passed over (`skip_locked`). A read of its own: as the subquery of the UPDATE, PostgreSQL may run it again
     for the rows the UPDATE has already changed, and release every held job of the types whatever the limit."""
-    due = select(JOBS.c.id).where(released(job_types)).order_by(JOBS.c.created_at).limit(limit)
+    due = select(JOBS.c.id).where(released(job_types, reason)).order_by(JOBS.c.created_at).limit(limit)
     return skip_locked(due, JOBS)
 
 
-def release_statement(job_types: Sequence[str]) -> Update:
+def release_statement(job_types: Sequence[str], reason: HeldReason) -> Update:
     """The release of the jobs `ids` (bound): their reason cleared by one UPDATE that returns them, a
     compare-and-set on every dialect, so a job cancelled or held again meanwhile is left alone."""
     return (
         update(JOBS)
-        .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), released(job_types))
+        .where(JOBS.c.id.in_(bindparam("ids", expanding=True)), released(job_types, reason))
         .values(held=None)
         .returning(*JOBS.c)
     )
@@ -112,11 +123,14 @@ async def release_in_order(conn: AsyncConnection, due: Select[Any], release: Upd
     return sorted(rows, key=lambda job: order[job["id"]])
 
 
-async def take_released(conn: AsyncConnection, job_types: Sequence[str], limit: int) -> list[JobRow]:
+async def take_released(
+    conn: AsyncConnection, job_types: Sequence[str], limit: int, reason: HeldReason
+) -> list[JobRow]:
     """The jobs released (up to `limit`, oldest first), as they are now."""
     if not job_types:
         return []
-    return await release_in_order(conn, due_statement(job_types, limit), release_statement(job_types))
+    due = due_statement(job_types, limit, reason)
+    return await release_in_order(conn, due, release_statement(job_types, reason))
 
 
 def lane_messages(names: Names, jobs: list[JobRow], fair: bool = False) -> list[Outgoing]:

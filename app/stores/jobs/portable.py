@@ -276,14 +276,16 @@ class PortableJobs:
                 await self.audit(conn, trail)
         return held
 
-    async def release(self, job_types: list[str], limit: int) -> tuple[list[JobRow], list[Pending]]:
-        """Up to `limit` held jobs of `job_types` whose reason has passed, released oldest first with their lane
-        messages staged, in one transaction: the jobs, and the messages to publish."""
+    async def release(
+        self, job_types: list[str], limit: int, reason: HeldReason = HeldReason.PAUSED
+    ) -> tuple[list[JobRow], list[Pending]]:
+        """Up to `limit` jobs of `job_types` held for `reason` that has passed, released oldest first with their
+        lane messages staged, in one transaction: the jobs, and the messages to publish."""
         async with self.engine.connect() as conn:  # most cycles find nothing to release: a read, not a write
-            if not await holds.any_released(conn, job_types):
+            if not await holds.any_released(conn, job_types, reason):
                 return [], []
         async with self.engine.begin() as conn:
-            jobs = await holds.take_released(conn, job_types, limit)
+            jobs = await holds.take_released(conn, job_types, limit, reason)
             return jobs, await self.outbox.stage(conn, holds.lane_messages(self.names, jobs))
 
     async def give_up(self, job_id: str, values: dict[str, Any], detail: dict[str, Any]) -> Moved | None:

@@ -1,10 +1,13 @@
 """The job worker's side of held work (DESIGN.md rule 18): which job types are paused, as one process knows them,
-the hold of a paused type's job whose message arrives, and the admission of a keyed job (workers/jobs/flow.py). A
+the hold of a paused type's job whose message arrives, the hold of a job of a type this process has no handler for
+(and the release of those of its own types other workers held), and the admission of a keyed job
+(workers/jobs/flow.py). A
 held job waits in the database, its message acked; its release (services/job_types.release_held, the flow
 releases) sends it again once its reason has passed."""
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from loguru import logger
@@ -14,6 +17,8 @@ from app.core.group_commit import GroupCommit
 from app.core.messages import JobMessage
 from app.core.resources import Resources
 from app.core.statuses import HeldReason
+from app.handlers.registry import JOB_TYPES
+from app.services.job_types import release_unknown
 from app.services.outbox import Outbox
 from app.stores.job_types import JobTypeStore
 from app.stores.jobs import JobStore
@@ -44,11 +49,63 @@ class PausedTypes:
             logger.warning("the paused job types could not be read; keeping {} as paused: {}", sorted(self.types), exc)
 
     async def _run(self) -> None:
-        while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.interval)
-            if not self._stopping.is_set():
-                await self.refresh()
+        await every(self.interval, self._stopping, self.refresh)
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+
+async def every(interval: float, stopping: asyncio.Event, cycle: Callable[[], Awaitable[None]]) -> None:
+    """Run `cycle` every `interval` seconds until `stopping` is set."""
+    while not stopping.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), interval)
+        if not stopping.is_set():
+            await cycle()
+
+
+@dataclass
+class UnknownTypes:
+    """The jobs of types this process has no handler for (a plugin installed on other workers only, docs/plugins.md):
+    held in the database as their messages arrive, never failed, and shown so in their audit trail. Those of the
+    types this process has, held by another worker, it releases at its start and every `interval` seconds."""
+
+    jobs: JobStore
+    outbox: Outbox
+    known: frozenset[str]
+    interval: float
+    _task: "asyncio.Task[None] | None" = None
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def held(self, message: JobMessage) -> bool:
+        """Whether this message's job is of a type this process has no handler for and waits in the database now
+        (False for a job that is not waiting to start any more: its message goes the usual way)."""
+        if message.job_type in self.known:
+            return False
+        held = message.job_id in await self.jobs.hold([message.job_id], HeldReason.UNKNOWN_TYPE)
+        if held:
+            logger.warning(
+                "job {} held: this process has no handler for its type {!r} (installed plugins: see "
+                "docs/plugins.md); it waits until a job worker that has the type runs",
+                message.job_id,
+                message.job_type,
+            )
+        return held
+
+    async def release(self) -> None:
+        """Send the jobs of our types that other workers held back to their lanes."""
+        try:
+            await release_unknown(self.jobs, self.outbox, self.known)
+        except Exception as exc:  # the next pass tries again
+            logger.warning("releasing the jobs held for a type other workers lack failed: {}", exc)
+
+    async def start(self) -> None:
+        self._stopping = asyncio.Event()
+        await self.release()
+        self._task = asyncio.create_task(every(self.interval, self._stopping, self.release), name="unknown-types")
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -65,6 +122,7 @@ class Holds:
     store: JobStore
     paused: PausedTypes
     admissions: Admissions
+    unknown: UnknownTypes
     max_batch: int = 128
 
     def __post_init__(self) -> None:
@@ -76,7 +134,9 @@ class Holds:
         settings, stores = resources.settings, resources.stores
         paused = PausedTypes(stores.job_types, settings.pause_refresh_seconds)
         admissions = Admissions(stores.flow, outbox, settings.job_batch_size, settings.pause_refresh_seconds)
-        return cls(stores.jobs, paused, admissions, settings.job_batch_size)
+        known = frozenset(JOB_TYPES)
+        unknown = UnknownTypes(stores.jobs, outbox, known, settings.pause_refresh_seconds)
+        return cls(stores.jobs, paused, admissions, unknown, settings.job_batch_size)
 
     async def held(self, message: JobMessage) -> bool:
         """Whether this message's job waits in the database now, its message to be acked: its type is paused and
@@ -84,6 +144,8 @@ class Holds:
         window holds it back. False, the usual claim follows: the type is not paused and the job has no keys (a
         set lookup and a flag, all the cost for such a job), the job is past waiting, it was granted its run, or
         its type was resumed since this process last read the pauses (the hold reads them again)."""
+        if await self.unknown.held(message):
+            return True
         if message.job_type in self.paused.types:
             held = await self.batches.run(message.job_id)
             if held:
@@ -99,8 +161,10 @@ class Holds:
         self.batches.reopen()
         await self.paused.start()
         self.admissions.start()
+        await self.unknown.start()
 
     async def stop(self) -> None:
         await self.batches.close()
         await self.paused.stop()
         await self.admissions.stop()
+        await self.unknown.stop()

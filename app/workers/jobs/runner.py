@@ -18,7 +18,7 @@ async def run_attempt(ctx: JobContext, payload: Any, limit_seconds: float) -> An
     """The handler's JSON result; raises TransientError, PermanentError or anything unexpected."""
     job_type = get_job_type(ctx.job_type)
     if job_type is None:
-        raise PermanentError(f"no handler for job type {ctx.job_type!r}")
+        raise PermanentError(f"this job worker has no handler for job type {ctx.job_type!r} (docs/plugins.md)")
     try:
         model = job_type.payload_model.model_validate(payload)
     except ValidationError as exc:

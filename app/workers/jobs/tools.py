@@ -41,7 +41,7 @@ class JobToolsImpl:
         return await safe_http.download(self.shared.http, url, {}, FETCH_TIMEOUT_SECONDS, max_bytes)
 
     async def call(
-        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout_seconds: float
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, seconds: float, max_bytes: int = 4096
     ) -> HttpAnswer:
-        answer = await safe_http.send(self.shared.http, method, url, body, headers, timeout_seconds)
-        return HttpAnswer(answer.status_code, answer.body, answer.duration_ms)
+        answer = await safe_http.send(self.shared.http, method, url, body, headers, seconds, max_bytes)
+        return HttpAnswer(answer.status_code, answer.body, answer.duration_ms, answer.retry_after)

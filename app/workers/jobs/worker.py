@@ -304,7 +304,7 @@ class JobWorker:
                 job_log.finished(job, outcome.to, outcome.values["finished_at"])
             await self._settle(message, staged, ack=False)
             return
-        attempt, delay = job["attempts"], plan.tier.delay
+        attempt, delay = job["attempts"], round((plan.next_attempt_at - utcnow()).total_seconds(), 1)
         logger.info("job {} attempt {} failed, retrying in ~{}s: {}", job["id"], attempt, delay, error["message"])
         staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
         if staged is None:  # refused: a newer run owns the job, or its cancel was asked for (never retried then)

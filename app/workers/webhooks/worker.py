@@ -10,7 +10,7 @@ import httpx
 from loguru import logger
 
 from app.core import metrics, safe_http
-from app.core.backoff import Tier, busy_wait, jittered_ms, tier_at_most, tier_for_wait
+from app.core.backoff import Tier, busy_wait, jittered_ms, parse_retry_after, tier_at_most, tier_for_wait
 from app.core.failpoints import Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.incoming import Message
@@ -29,7 +29,7 @@ from app.stores.deliveries import GONE, Attempt
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.reports import WorkerReport
-from app.workers.retry_policy import DeadLetter, Retry, delivery_plan, parse_retry_after
+from app.workers.retry_policy import DeadLetter, Retry, delivery_plan
 from app.workers.tiers import to_tier
 from app.workers.verdicts import Defer, Drop, ToDeadLetters
 from app.workers.webhooks.batches import DeliveryBatches

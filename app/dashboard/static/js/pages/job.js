@@ -55,6 +55,21 @@ function workflowFacts(job, workflow, dependencies) {
 }
 
 const MOVE = new Set(["from", "to", "attempt"]);
+const MAY_BE_HELD = new Set(["pending", "queued", "retrying"]);
+
+// A job held back in the database says why it waits: its type paused, or no job worker that took it has its type
+// (docs/plugins.md). Its latest `held` event says so until it runs (a release leaves no event; the run does).
+function heldNotice(job, events) {
+  const at = events.findLastIndex((e) => e.event === "held");
+  if (!MAY_BE_HELD.has(job.status) || at < 0 || events.slice(at).some((e) => e.event === "running")) return null;
+  const { reason, note } = events[at].detail || {};
+  return h(
+    "p",
+    { class: "held", id: "held", "data-reason": reason },
+    h("strong", {}, `Waiting, held: ${reason}`),
+    note ? ` (${note})` : "",
+  );
+}
 
 // Each event as one line (from → to, attempt), with anything else it carries (an error, a delivery) beneath.
 function trailItem(e) {
@@ -168,7 +183,11 @@ export async function render(view, { ids: [id], signal }) {
     const [job, events, deliveries] = await Promise.all(
       [``, `/events`, `/logs`].map((tail) => api(`/api/v1/jobs/${id}${tail}`, { signal })),
     );
-    put("head", job, (j) => [h("h1", {}, `Job ${j.job_type} `, badge(j.status)), buttons(j, reload, parts.artifact)]);
+    put("head", { job, events }, ({ job: j, events: e }) => [
+      h("h1", {}, `Job ${j.job_type} `, badge(j.status)),
+      heldNotice(j, e),
+      buttons(j, reload, parts.artifact),
+    ]);
     put("progress", job.progress, progressBar);
     put("fields", job, (j) => section("Fields", facts(j)));
     if (job.workflow_id) {
