@@ -4,7 +4,7 @@ dict, and fetch/call give the canned answer they were handed (or raise it)."""
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.handlers.base import HttpAnswer
+from app.handlers.base import HttpAnswer, ProgressSink
 
 T = TypeVar("T")
 Canned = Any  # an answer, or an exception to raise
@@ -18,7 +18,7 @@ class FakeTools:
         self.calls: list[dict[str, Any]] = []
         self.artifacts: dict[str, tuple[bytes, str, str]] = {}
 
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
+    async def cpu(self, fn: Callable[..., T], *args: Any, progress: ProgressSink | None = None) -> T:
         return fn(*args)
 
     async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:

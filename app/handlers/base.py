@@ -27,8 +27,9 @@ class HttpAnswer:
 class JobTools(Protocol):
     """The worker's services a handler may call; all of them safe to use from any job type."""
 
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a module-level function in the CPU process pool; a timed-out job's process is killed."""
+    async def cpu(self, fn: Callable[..., T], *args: Any, progress: ProgressSink | None = None) -> T:
+        """Run a module-level function in the CPU process pool; a timed-out job's process is killed. What it reports
+        with `app.core.cpu_reports.report` goes to `progress` (a run's: `ctx.progress_sink`)."""
         ...
 
     async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:

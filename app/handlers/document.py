@@ -56,8 +56,10 @@ def _flowable(block: TextBlock | BulletsBlock | TableBlock, width: float) -> Flo
 
 async def handle(ctx: JobContext, payload: DocumentPayload) -> dict[str, Any]:
     tools = ctx.require_tools()
-    data, pages = await tools.cpu(render_pdf, payload.model_dump(), dict(ctx.dependencies))
+    # each page begun is reported (pdf_layout.build), then the whole once it is saved
+    data, pages = await tools.cpu(render_pdf, payload.model_dump(), dict(ctx.dependencies), progress=ctx.progress_sink)
     url = await tools.save_artifact(ctx.job_id, data, "application/pdf", "document.pdf")
+    await ctx.progress(1.0, f"{pages} pages")
     return {"pages": pages, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "artifact_url": url}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from app.core import cpu_reports
 from app.core.ssrf import TooLarge, UnsafeURL
 from app.handlers.base import JobContext, JobTools, JobType
 from app.handlers.errors import PermanentError, TransientError
@@ -39,11 +40,13 @@ def transform_image(
 ) -> tuple[bytes, int, int, str]:
     """Apply `operations` in order to the image file `data`: the new file's bytes, width, height and format."""
     img, source_format = _open(data)
-    for operation in operations:
+    steps = len(operations) + 1  # the operations, then the save
+    for done, operation in enumerate(operations, start=1):
         try:
             img = _apply(img, operation, width, height, angle)
         except (OSError, ValueError) as exc:  # some modes lack some operations (thumbnail of a 16-bit PNG)
             raise PermanentError(f"Pillow cannot {operation} this {img.mode} image ({exc})") from None
+        cpu_reports.report(done / steps, operation)
     out_format = fmt or (source_format if source_format in EXTENSIONS else "PNG")
     compress = "compress" in operations
     if compress and quality is None:
@@ -136,8 +139,12 @@ async def handle(ctx: JobContext, payload: ImagePayload) -> dict[str, Any]:
     else:
         source = await _fetch(tools, str(payload.image_url))
     options = (payload.width, payload.height, payload.format, payload.quality, payload.angle)
-    data, width, height, fmt = await tools.cpu(transform_image, source, list(payload.operations), *options)
+    operations = list(payload.operations)  # each one done is reported, as a share of them and the save
+    data, width, height, fmt = await tools.cpu(
+        transform_image, source, operations, *options, progress=ctx.progress_sink
+    )
     url = await tools.save_artifact(ctx.job_id, data, f"image/{fmt.lower()}", f"image.{EXTENSIONS[fmt]}")
+    await ctx.progress(1.0, f"{len(operations)} operations done")
     digest = hashlib.sha256(data).hexdigest()
     return {"width": width, "height": height, "format": fmt, "bytes": len(data), "sha256": digest, "artifact_url": url}
 

@@ -12,6 +12,7 @@ from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Table
 from reportlab.platypus.doctemplate import LayoutError
 
+from app.core import cpu_reports
 from app.handlers.errors import PermanentError
 from app.schemas.payloads.document_templates import PageSize
 
@@ -69,9 +70,17 @@ def page_template(out: BytesIO, page_size: PageSize, title: str, author: str | N
 
 
 def build(doc: SimpleDocTemplate, out: BytesIO, story: list[Flowable]) -> tuple[bytes, int]:
-    """Lay the story out with a page number in each footer: the PDF's bytes and its page count."""
+    """Lay the story out with a page number in each footer: the PDF's bytes and its page count. Each page begun
+    is reported (cpu_reports) with the share of the story laid out before it: the build takes flowables off the
+    story as it places them, and the page count is not known before the end."""
+    total = max(len(story), 1)
+
+    def page(canvas: Canvas, doc: SimpleDocTemplate) -> None:
+        _footer(canvas, doc)
+        cpu_reports.report(min((total - len(story)) / total, 1.0), f"page {canvas.getPageNumber()}")
+
     try:
-        doc.build(story, onFirstPage=_footer, onLaterPages=_footer)
+        doc.build(story, onFirstPage=page, onLaterPages=page)
     except LayoutError as exc:
         # Crosses a process boundary: only a plain, picklable error with a sentence goes back.
         raise PermanentError(f"the document cannot be laid out: {exc}") from None

@@ -12,12 +12,17 @@ from typing import Any, TypeVar
 
 from loguru import logger
 
+from app.core import cpu_reports
+from app.handlers.base import ProgressSink
+
 T = TypeVar("T")
 _SPAWN = multiprocessing.get_context("spawn")  # no inherited event loop, threads or sockets
 
 
 def _serve(conn: Connection) -> None:
-    """The child's loop: run each function it is sent, send back (ok, value)."""
+    """The child's loop: run each function it is sent, send back its reports as it makes them (cpu_reports), then
+    (ok, value)."""
+    cpu_reports.attach(conn.send)
     while True:
         try:
             fn, args = conn.recv()
@@ -60,12 +65,12 @@ class CpuPool:
                 self._free.put_nowait(_Slot.start())
         return self._free
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(*args)` in a pool process; its exception is raised here."""
+    async def run(self, fn: Callable[..., T], *args: Any, progress: ProgressSink | None = None) -> T:
+        """Run `fn(*args)` in a pool process; its exception is raised here, its reports go to `progress`."""
         free = self._slots()
         slot = await free.get()
         try:
-            ok, value = await self._exchange(slot, fn, args)
+            ok, value = await self._exchange(slot, fn, args, progress)
         except BaseException:
             logger.warning("killing a CPU pool process whose job was cancelled or timed out")
             slot.kill()
@@ -78,19 +83,31 @@ class CpuPool:
         result: T = value
         return result
 
-    async def _exchange(self, slot: _Slot, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
-        loop = asyncio.get_running_loop()
-        ready = asyncio.Event()
+    async def _exchange(
+        self, slot: _Slot, fn: Callable[..., Any], args: tuple[Any, ...], progress: ProgressSink | None
+    ) -> tuple[bool, Any]:
         await asyncio.to_thread(slot.conn.send, (fn, args))  # a large payload may fill the pipe
-        loop.add_reader(slot.conn.fileno(), ready.set)
-        try:
-            await ready.wait()
-        finally:
-            loop.remove_reader(slot.conn.fileno())
+        while True:
+            item = await self._receive(slot)
+            if not cpu_reports.is_report(item):
+                result: tuple[bool, Any] = item
+                return result
+            if progress is not None:
+                progress(item[1], item[2])
+
+    async def _receive(self, slot: _Slot) -> Any:
+        """The next thing the process sends: a report, or the outcome."""
+        if not slot.conn.poll():
+            loop = asyncio.get_running_loop()
+            ready = asyncio.Event()
+            loop.add_reader(slot.conn.fileno(), ready.set)
+            try:
+                await ready.wait()
+            finally:
+                loop.remove_reader(slot.conn.fileno())
         if not slot.process.is_alive() and not slot.conn.poll():
             raise RuntimeError("a CPU pool process died")
-        result: tuple[bool, Any] = await asyncio.to_thread(slot.conn.recv)
-        return result
+        return await asyncio.to_thread(slot.conn.recv)
 
     def close(self) -> None:
         if self._free is None:

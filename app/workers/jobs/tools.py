@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from app.core import safe_http
-from app.handlers.base import HttpAnswer
+from app.handlers.base import HttpAnswer, ProgressSink
 from app.services.artifacts import ArtifactService
 from app.workers.jobs.cpu_pool import CpuPool
 
@@ -31,8 +31,8 @@ class JobToolsImpl:
     shared: SharedTools
     client_id: str
 
-    async def cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self.shared.pool.run(fn, *args)
+    async def cpu(self, fn: Callable[..., T], *args: Any, progress: ProgressSink | None = None) -> T:
+        return await self.shared.pool.run(fn, *args, progress=progress)
 
     async def save_artifact(self, job_id: str, data: bytes, content_type: str, filename: str) -> str:
         return await self.shared.artifacts.save(job_id, self.client_id, data, content_type, filename)
