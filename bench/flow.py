@@ -17,10 +17,11 @@ from typing import Any, cast
 
 from app.core.messages import JobMessage
 from app.services.fairness import Fairness
+from app.services.outbox import Outbox
 from app.stores.job_types import JobTypeStore
 from app.stores.jobs import JobStore
 from app.workers.jobs.flow import Admissions
-from app.workers.jobs.holds import Holds, PausedTypes
+from app.workers.jobs.holds import Holds, PausedTypes, UnknownTypes
 from app.workers.jobs.turns import Turns
 from bench.harness import CLIENT_ID, Harness
 from bench.preload import Fields, preload
@@ -143,8 +144,11 @@ async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module:
 
 async def _checks_us() -> float:
     """µs of flow control's checks of one message of a job without keys, in-process, with the worker's own
-    objects: the paused-type lookup and the key flag (`Holds.held`), and the turn flag (`Turns.claimed`)."""
-    holds = Holds(cast(JobStore, None), PausedTypes(cast(JobTypeStore, None), 1.0), cast(Admissions, None))
+    objects: the known-type and paused-type lookups and the key flag (`Holds.held`), and the turn flag
+    (`Turns.claimed`)."""
+    paused = PausedTypes(cast(JobTypeStore, None), 1.0)
+    unknown = UnknownTypes(cast(JobStore, None), cast(Outbox, None), frozenset({"echo"}), 1.0)
+    holds = Holds(cast(JobStore, None), paused, cast(Admissions, None), unknown)
     turns = Turns(cast(Fairness, None))
     message = JobMessage("id", "echo", CLIENT_ID, {}, 5, 3, None, None)
     started = time.perf_counter()

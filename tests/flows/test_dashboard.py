@@ -797,7 +797,9 @@ async def test_a_held_jobs_page_says_why_it_waits_until_it_runs(
 ) -> None:
     page, key = tab_of.page, await service.new_key("dash-held")
     assert (await service.http.post("/api/v1/job-types/echo/pause", headers=Service.admin)).status_code == 202
-    job = await service.submit(key, job_type="echo", payload={"waits": True})
+    # A pause reaches every worker within PAUSE_REFRESH_SECONDS (1 s); a job sent at once may still run, so this
+    # one comes due three refreshes later.
+    job = await service.submit(key, job_type="echo", payload={"waits": True}, delay_seconds=3)
 
     async def held() -> list[str]:
         answer = await service.http.get(f"/api/v1/jobs/{job['id']}/events", headers=bearer(key))
