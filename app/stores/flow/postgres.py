@@ -20,7 +20,7 @@ from app.stores.flow import Admission, KeyRef
 from app.stores.flow.fair import LaneRef, LaneState, SqlFairness
 from app.stores.flow.locks import lock_keys
 from app.stores.flow.sql import Admitted, SqlFlow
-from app.stores.flow.statements import CONCURRENCY, C, Hold, key_locks
+from app.stores.flow.statements import CONCURRENCY, LIVE, C, Hold, key_locks
 from app.stores.outbox import OutboxStore
 from app.stores.postgres import PgConnections
 
@@ -56,12 +56,12 @@ class PgFairness(SqlFairness):
 
 
 # -- concurrency keys' admission ----------------------------------------------------------------------------------
-LIVE_SQL = "('pending', 'queued', 'retrying', 'running')"  # statements.LIVE
+LIVE_SQL = "(" + ", ".join(f"'{status}'" for status in LIVE) + ")"
 
 # The batch's jobs that wait to start (statements.ready, not holds_grant) and have a key, with their keys' rows
 # locked in one order (locks.lock_keys'); `locked` counts the rows found, so a key with no row yet is seen.
-LOCK_TODO = """
-WITH todo AS MATERIALIZED (
+LOCK_WAITING = """
+WITH waiting AS MATERIALIZED (
   SELECT id, client_id, concurrency_key, rate_key, created_at FROM jobs
   WHERE id = ANY($1::text[]) AND held IS NULL AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)
     AND (status IN ('pending', 'queued')
@@ -70,8 +70,8 @@ WITH todo AS MATERIALIZED (
     AND NOT (granted_run IS NOT NULL AND granted_run = runs + 1 AND granted_at IS NOT NULL AND granted_at > $3)
 ),
 wanted AS (
-  SELECT 'concurrency' AS kind, client_id, concurrency_key AS key FROM todo WHERE concurrency_key IS NOT NULL
-  UNION SELECT 'rate', client_id, rate_key FROM todo WHERE rate_key IS NOT NULL
+  SELECT 'concurrency' AS kind, client_id, concurrency_key AS key FROM waiting WHERE concurrency_key IS NOT NULL
+  UNION SELECT 'rate', client_id, rate_key FROM waiting WHERE rate_key IS NOT NULL
 ),
 locked AS MATERIALIZED (
   SELECT k.kind FROM wanted w
@@ -80,7 +80,7 @@ locked AS MATERIALIZED (
   ORDER BY k.client_id, k.kind, k.key FOR UPDATE OF k
 )
 SELECT t.id, t.client_id, t.concurrency_key, t.rate_key, (SELECT count(*) FROM locked) AS locked
-FROM todo t ORDER BY t.created_at, t.id
+FROM waiting t ORDER BY t.created_at, t.id
 """
 
 # Jobs with a concurrency key alone, their keys locked, judged as sql.SqlFlow._admit_plain judges them, in one
@@ -172,19 +172,19 @@ class PgFlow(SqlFlow):
         now = utcnow()
         since = now - self.lease
         async with self.engine.begin() as conn:
-            todo = await postgres.rows(conn, LOCK_TODO, (job_ids, now, since))
-            if not todo:
+            waiting = await postgres.rows(conn, LOCK_WAITING, (job_ids, now, since))
+            if not waiting:
                 return Admission()
-            wanted = {lock for job in todo for lock in key_locks(job)}
-            if todo[0]["locked"] < len(wanted):  # a key's first admission: its row made (and locked) the usual way
+            wanted = {lock for job in waiting for lock in key_locks(job)}
+            if waiting[0]["locked"] < len(wanted):  # a key's first admission: its row made (and locked) the usual way
                 await lock_keys(conn, wanted)
-            plain = [job["id"] for job in todo if job["rate_key"] is None]
+            plain = [job["id"] for job in waiting if job["rate_key"] is None]
             found = await postgres.rows(conn, ADMIT_PLAIN, (plain, now, since)) if plain else []
             held = {row["id"]: Hold(CONCURRENCY, row["concurrency_key"]) for row in found}
             keys = {KeyRef(row["client_id"], row["concurrency_key"]) for row in found}
-            rated = [job["id"] for job in todo if job["rate_key"] is not None]
+            rated = [job["id"] for job in waiting if job["rate_key"] is not None]
             if not rated:
                 return Admission(set(held), [], None, keys)
             query = select(*JOBS.c).where(C.id.in_(rated)).order_by(C.created_at, C.id)
             jobs = [job_row(row._mapping) for row in await conn.execute(query)]
-            return await self._admit_rated(conn, jobs, now, Admitted(held, set(), keys), len(todo))
+            return await self._admit_rated(conn, jobs, now, Admitted(held, set(), keys), len(waiting))

@@ -26,30 +26,27 @@ from app.workers.jobs.flow import Admissions
 
 
 @dataclass
-class PausedTypes:
-    """The paused job types, read from the database every `interval` seconds (one read of a few rows): a message's
-    check is a set lookup. While the database cannot be read the last known set stands."""
+class Periodic:
+    """A cycle run once at `start` (so what it reads stands before the first message), then every `interval`
+    seconds until `stop`."""
 
-    store: JobTypeStore
+    name: str
     interval: float
-    types: frozenset[str] = frozenset()
+    cycle: Callable[[], Awaitable[None]]
     _task: "asyncio.Task[None] | None" = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self) -> None:
-        """Read once now, so the first message is judged by the pauses as they stand, then every interval."""
         self._stopping = asyncio.Event()
-        await self.refresh()
-        self._task = asyncio.create_task(self._run(), name="paused-job-types")
-
-    async def refresh(self) -> None:
-        try:
-            self.types = frozenset(await self.store.paused())
-        except Exception as exc:  # the database is down, say: the last known set stands until a read succeeds
-            logger.warning("the paused job types could not be read; keeping {} as paused: {}", sorted(self.types), exc)
+        await self.cycle()
+        self._task = asyncio.create_task(self._run(), name=self.name)
 
     async def _run(self) -> None:
-        await every(self.interval, self._stopping, self.refresh)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.interval)
+            if not self._stopping.is_set():
+                await self.cycle()
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -58,13 +55,30 @@ class PausedTypes:
             self._task = None
 
 
-async def every(interval: float, stopping: asyncio.Event, cycle: Callable[[], Awaitable[None]]) -> None:
-    """Run `cycle` every `interval` seconds until `stopping` is set."""
-    while not stopping.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), interval)
-        if not stopping.is_set():
-            await cycle()
+@dataclass
+class PausedTypes:
+    """The paused job types, read from the database every `interval` seconds (one read of a few rows): a message's
+    check is a set lookup. While the database cannot be read the last known set stands."""
+
+    store: JobTypeStore
+    interval: float
+    types: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self._loop = Periodic("paused-job-types", self.interval, self.refresh)
+
+    async def start(self) -> None:
+        """Read once now, so the first message is judged by the pauses as they stand, then every interval."""
+        await self._loop.start()
+
+    async def refresh(self) -> None:
+        try:
+            self.types = frozenset(await self.store.paused())
+        except Exception as exc:  # the database is down, say: the last known set stands until a read succeeds
+            logger.warning("the paused job types could not be read; keeping {} as paused: {}", sorted(self.types), exc)
+
+    async def stop(self) -> None:
+        await self._loop.stop()
 
 
 @dataclass
@@ -77,8 +91,9 @@ class UnknownTypes:
     outbox: Outbox
     known: frozenset[str]
     interval: float
-    _task: "asyncio.Task[None] | None" = None
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self._loop = Periodic("unknown-types", self.interval, self.release)
 
     async def held(self, message: JobMessage) -> bool:
         """Whether this message's job is of a type this process has no handler for and waits in the database now
@@ -103,15 +118,11 @@ class UnknownTypes:
             logger.warning("releasing the jobs held for a type other workers lack failed: {}", exc)
 
     async def start(self) -> None:
-        self._stopping = asyncio.Event()
-        await self.release()
-        self._task = asyncio.create_task(every(self.interval, self._stopping, self.release), name="unknown-types")
+        """Release once now (jobs held while no worker had the type), then every interval."""
+        await self._loop.start()
 
     async def stop(self) -> None:
-        self._stopping.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
 
 @dataclass
