@@ -299,6 +299,7 @@ def make_job(at: datetime | None = None, **overrides: Any) -> dict[str, Any]:
         **unique_columns(None),
         "progress": None,
         "cancel_requested_at": None,
+        "failure_group": None,
     }
     return {**job, **overrides}
 

@@ -23,6 +23,7 @@ def partial_index(name: str, where: str, *columns: str, unique: bool = False) ->
 # indexes use these very texts (stores/flow/fair.py, stores/flow/postgres.py), so the planner matches them.
 IN_LANE_WHERE = "status IN ('pending', 'queued') AND held IS NULL"
 WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
+DEAD_WHERE = "status = 'dead_lettered'"
 
 
 class Job(Base):
@@ -94,6 +95,9 @@ class Job(Base):
     # the worker that runs it stops the handler and records it cancelled (or it finishes first). The worker hears
     # of it by the control fanout, or else when it renews the job's lease.
     cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # A dead job's failure group (core/failure_groups.py: its type, error class and masked message), written with
+    # its dead-lettering; what it holds once the job has left dead_lettered means nothing.
+    failure_group: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
     __table_args__ = (
         # MSSQL treats NULLs as equal in a unique constraint: filter them out on every dialect.
@@ -124,6 +128,11 @@ class Job(Base):
         partial_index("ix_jobs_fair", WAITS_TURN_WHERE, "client_id", "priority", "created_at"),
         # A workflow's jobs. Partial: jobs outside a workflow are not in it.
         partial_index("ix_jobs_workflow", "workflow_id IS NOT NULL", "workflow_id"),
+        # The DLQ's groups (docs/dlq.md): read by an index-only scan. Partial: only dead jobs are in it, so only
+        # the changes into and out of dead_lettered write to it.
+        partial_index(
+            "ix_jobs_failure_group", DEAD_WHERE, "client_id", "failure_group", "job_type", "finished_at", "id"
+        ),
     )
 
 

@@ -56,6 +56,7 @@ class JobRow(TypedDict):
     unique_live: str | None  # the unique key while this job holds it; None once released
     progress: dict[str, Any] | None  # the handler's last report: fraction, message, updated_at
     cancel_requested_at: datetime | None  # a cancel asked for while it ran (its worker stops it), or None
+    failure_group: str | None  # a dead job's failure group (core/failure_groups.py)
 
 
 class DeliveryRow(TypedDict):

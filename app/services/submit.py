@@ -149,6 +149,7 @@ def new_job_row(
         "result": None,
         "error": None,
         "dead_reason": None,
+        "failure_group": None,
         "idempotency_key": request.idempotency_key,
         "request_hash": request_hash(request),
         "callback_url": request.callback_url,

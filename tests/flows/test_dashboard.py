@@ -2,193 +2,25 @@
 
 import asyncio
 import base64
-import contextlib
 import io
-import os
 import re
-import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from PIL import Image
 from playwright.async_api import Browser, Page, Request, expect
 from redis.asyncio import Redis
 
-from tests.browser import CHROMIUM, NARROW, Tab, chromium, tab
-from tests.conftest import ADMIN_KEY, NS, REDIS_URL, make_settings, settings_env
-from tests.receiver import Receiver, running_receiver
-from tests.support import ROOT, Process, app_process, env_without_dotenv, free_port, wait_for
+from tests.browser import CHROMIUM, NARROW, Tab, tab
+from tests.conftest import ADMIN_KEY, NS, REDIS_URL
+from tests.flows.dashboard import WITHIN, YEARLY, Service, bearer, job_ids, screenshot, sideways, sign_in, step
+from tests.support import wait_for
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is missing: apt-get install chromium"),
 ]
-WITHIN = 20
-YEARLY = "0 3 1 1 *"  # a schedule that fires on its own only at 03:00 on the 1st of January
-SCREENSHOTS = ROOT / "docs" / "dashboard"  # written when DASHBOARD_SCREENSHOTS=1
-expect.set_options(timeout=WITHIN * 1000)
-
-
-@dataclass
-class Service:
-    url: str
-    http: httpx.AsyncClient
-    receiver: Receiver
-    process: Process
-
-    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-
-    async def new_key(self, prefix: str) -> str:
-        client_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        answer = await self.http.post("/api/v1/api-keys", json={"client_id": client_id}, headers=self.admin)
-        assert answer.status_code == 201, answer.text
-        key: str = answer.json()["api_key"]
-        return key
-
-    async def submit(self, key: str, **body: Any) -> dict[str, Any]:
-        answer = await self.http.post("/api/v1/jobs", json=body, headers=bearer(key))
-        assert answer.status_code in (201, 202), answer.text
-        job: dict[str, Any] = answer.json()
-        return job
-
-    async def until_status(self, key: str, job_id: str, status: str) -> None:
-        async def reached() -> bool:
-            answer = await self.http.get(f"/api/v1/jobs/{job_id}", headers=bearer(key))
-            return bool(answer.json()["status"] == status)
-
-        await wait_for(reached, within=WITHIN)
-
-    async def start_workflow(self, key: str, name: str, *jobs: dict[str, Any], **body: Any) -> dict[str, Any]:
-        answer = await self.http.post(
-            "/api/v1/workflows", json={"name": name, "jobs": jobs, **body}, headers=bearer(key)
-        )
-        assert answer.status_code == 201, answer.text
-        workflow: dict[str, Any] = answer.json()
-        return workflow
-
-    async def until_workflow(self, key: str, workflow_id: str, status: str) -> None:
-        async def reached() -> bool:
-            answer = await self.http.get(f"/api/v1/workflows/{workflow_id}", headers=bearer(key))
-            return bool(answer.json()["status"] == status)
-
-        await wait_for(reached, within=WITHIN)
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def step(ref: str, *depends_on: str, job_type: str = "echo", **payload: Any) -> dict[str, Any]:
-    """One job of a workflow."""
-    return {"ref": ref, "job_type": job_type, "payload": payload, "depends_on": list(depends_on)}
-
-
-def job_ids(workflow: dict[str, Any]) -> dict[str, str]:
-    """Each job's id by its ref."""
-    return {entry["ref"]: entry["job"]["id"] for entry in workflow["jobs"]}
-
-
-@pytest.fixture(scope="module")
-def tmp_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("dashboard")
-
-
-@pytest.fixture(scope="module")
-def api_process(tmp_module: Path) -> Iterator[tuple[Process, int]]:
-    port = free_port()
-    settings = make_settings(port=port, embedded_workers=True, worker_heartbeat_seconds=0.5)
-    with app_process(["api"], env_without_dotenv(settings_env(settings)), tmp_module / "api.log") as process:
-        yield process, port
-
-
-@pytest.fixture(scope="module")
-async def service(api_process: tuple[Process, int]) -> AsyncIterator[Service]:
-    """`python -m app api` with the job and webhook workers embedded, as `make run` serves it; a receiver for
-    webhooks on loopback."""
-    process, port = api_process
-    async with (
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=WITHIN) as http,
-        running_receiver() as receiver,
-    ):
-        running = Service(f"http://127.0.0.1:{port}", http, receiver, process)
-
-        async def workers_running() -> bool:
-            try:
-                answer = await http.get("/api/v1/workers/job_worker", headers=Service.admin)
-            except httpx.TransportError:
-                return False
-            return answer.status_code == 200 and [w["state"] for w in answer.json()["items"]] == ["running"]
-
-        try:
-            await wait_for(workers_running, within=60, interval=0.2)
-        except AssertionError as exc:
-            raise AssertionError(f"the service did not start its workers: {process.output()}") from exc
-        await feed_is_live(running)
-        yield running
-
-
-async def feed_is_live(service: Service) -> None:
-    """Wait until job events reach the events stream: the API's live feed binds its queue after start-up, and an
-    event published before that is on no stream. A probe job a second until one's event arrives."""
-    key = await service.new_key("dash-warm-up")
-    events = 0
-    async with service.http.stream("GET", "/api/v1/events/stream", headers=bearer(key)) as stream:
-        assert stream.status_code == 200
-
-        async def read() -> None:
-            nonlocal events
-            async for line in stream.aiter_lines():
-                events += line.startswith("data:")
-
-        reader = asyncio.create_task(read())
-
-        async def arrived() -> bool:
-            await service.submit(key, job_type="echo", payload={})
-            return events > 0
-
-        try:
-            await wait_for(arrived, within=WITHIN, interval=1)
-        finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as running:
-        yield running
-
-
-@pytest.fixture
-async def tab_of(browser: Browser) -> AsyncIterator[Tab]:
-    """A fresh tab; the test fails if the page logged an error it did not expect."""
-    async with tab(browser) as opened:
-        yield opened
-        assert opened.unexpected() == []
-
-
-async def sign_in(service: Service, page: Page, key: str) -> None:
-    await page.goto(f"{service.url}/dashboard")
-    await page.fill("#api-key", key)
-    await page.click("#sign-in-form button[type=submit]")
-    await expect(page.locator("#nav")).to_be_visible()
-
-
-async def sideways(page: Page) -> int:
-    """How far the page overflows the screen's width (0 or less: it fits)."""
-    overflow: int = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    return overflow
-
-
-async def screenshot(page: Page, name: str) -> None:
-    if os.environ.get("DASHBOARD_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
 
 
 async def test_the_page_has_a_strict_policy_and_no_cookie(service: Service) -> None:

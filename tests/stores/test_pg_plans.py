@@ -69,7 +69,8 @@ async def test_the_finish_reads_jobs_by_primary_key(db: AsyncEngine) -> None:
     trail = [["succeeded"] * n, ['{"from": "running", "to": "succeeded", "attempt": 1}'] * n]
     events = [["events"] * n, ["job.echo.succeeded"] * n, [b"{}"] * n, ["{}"] * n, [None] * n, ids]
     progress = [[None] * n]  # no run reported: each keeps its column as it is
-    read = await plan_of(db, postgres_sql.FINISH_RECORDED, now, *outcomes, *trail, *events, *progress)
+    groups = [[None] * n]  # none dead: no failure group
+    read = await plan_of(db, postgres_sql.FINISH_RECORDED, now, *outcomes, *trail, *events, *progress, *groups)
     assert "pk_jobs" in read
     assert "ix_jobs_status_next" not in read
 

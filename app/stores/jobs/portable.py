@@ -9,6 +9,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Update, and_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.failure_groups import group_of
 from app.core.messages import JobMessage, job_outgoing
 from app.core.names import Names
 from app.core.statuses import HeldReason, JobStatus, TrailEvent
@@ -295,7 +296,8 @@ class PortableJobs:
             job = (await self.read(conn, [job_id])).get(job_id)
             if job is None or job["status"] not in steps.BURY.sources:
                 return None
-            moves = await self.cas(conn, steps.BURY, [Change(job, values, detail)])
+            grouped = {**values, "failure_group": group_of(job["job_type"], values["error"])}
+            moves = await self.cas(conn, steps.BURY, [Change(job, grouped, detail)])
             await self.settle(conn, moves)  # staged for the relay: this path is rare, and not a hot one
             moved = await self.record(conn, moves)
             return moved[0] if moved else None
@@ -304,7 +306,7 @@ class PortableJobs:
         """`give_up` for a job whose own values break it: by its status alone, reading no column but status and
         attempts, building no event; its row and audit row are written alone."""
         async with self.engine.begin() as conn:
-            read = select(JOBS.c.status, JOBS.c.attempts, JOBS.c.workflow_id).where(
+            read = select(JOBS.c.status, JOBS.c.attempts, JOBS.c.workflow_id, JOBS.c.job_type).where(
                 JOBS.c.id == job_id, steps.BURY.guard()
             )
             found = (await conn.execute(read)).first()
@@ -315,6 +317,7 @@ class PortableJobs:
                 update(JOBS)
                 .where(JOBS.c.id == job_id, steps.BURY.guard(), JOBS.c.status == found.status)
                 .values(**values, status=str(steps.BURY.target), seq=JOBS.c.seq + 1, updated_at=now)
+                .values(failure_group=group_of(found.job_type, values["error"]))
             )
             if moved.rowcount:
                 detail = {"from": found.status, "to": str(S.DEAD_LETTERED), "attempt": found.attempts}

@@ -139,6 +139,7 @@ def _finish_columns(
         *outbox_columns(events)[:6],  # exchange, routing key, body, headers, priority, message id
         # An SQL NULL (not JSON null) for a run that reported nothing: it keeps what the column holds.
         [None if r.get("progress") is None else to_json(r["progress"]) for r in rows],
+        [r.get("failure_group") for r in rows],
     )
 
 

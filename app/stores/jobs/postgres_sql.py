@@ -36,12 +36,13 @@ FINISH_GUARD = (
 )
 FINISH_RECORDED = (
     "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
-    "$8::varchar[], $9::timestamptz[], $10::timestamptz[], $19::json[]) "
-    "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at, progress)), "
+    "$8::varchar[], $9::timestamptz[], $10::timestamptz[], $19::json[], $20::varchar[]) "
+    "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at, progress, failure_group)), "
     "moved AS (UPDATE jobs SET status = v.status, seq = jobs.seq + 1, updated_at = greatest($1, jobs.updated_at), "
     "lease_until = NULL, "
     "result = v.result, error = v.error, dead_reason = v.dead_reason, finished_at = v.finished_at, "
-    "next_attempt_at = v.next_attempt_at, progress = coalesce(v.progress, jobs.progress) FROM v "
+    "next_attempt_at = v.next_attempt_at, progress = coalesce(v.progress, jobs.progress), "
+    "failure_group = v.failure_group FROM v "
     "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND " + FINISH_GUARD + " "
     "RETURNING jobs.id, jobs.runs, jobs.updated_at), "
     "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "

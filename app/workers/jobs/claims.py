@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from app.core.failure_groups import group_of
 from app.core.statuses import HOLDABLE, DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.tables import JOBS
@@ -112,6 +113,7 @@ def _burial(job: JobRow, now: datetime) -> Change:
         "message": f"the worker running attempt {job['attempts']} stopped without a result",
     }
     values = {"error": error, "dead_reason": str(DeadReason.WORKER_LOST), "finished_at": now, "lease_until": None}
+    values["failure_group"] = group_of(job["job_type"], error)
     return Change(job, values, {"error": error})
 
 

@@ -4,6 +4,7 @@ because the service could not process the job's message), or cancelled (stopped:
 from datetime import datetime
 from typing import Any
 
+from app.core.failure_groups import group_of
 from app.core.statuses import DeadReason, JobStatus
 from app.models.rows import JobRow, job_with
 from app.models.types import utcnow
@@ -31,6 +32,7 @@ def retrying(job: JobRow, error: dict[str, Any], next_attempt_at: datetime) -> O
 
 def dead_lettered(job: JobRow, error: dict[str, Any], reason: str) -> Outcome:
     values = {"error": error, "dead_reason": str(reason), "finished_at": utcnow(), "lease_until": None}
+    values["failure_group"] = group_of(job["job_type"], error)
     values.update(_progress(job))
     return Outcome(job, S.DEAD_LETTERED, values, {"error": error, "reason": str(reason)})
 
