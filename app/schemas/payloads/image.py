@@ -16,7 +16,13 @@ Format = Literal["JPEG", "PNG", "WEBP"]
 
 
 class ImagePayload(BaseModel):
-    model_config = REQUEST_CONFIG
+    model_config = REQUEST_CONFIG | {
+        "json_schema_extra": {
+            "examples": [
+                {"image_url": "https://images.example.com/photo.jpg", "operations": ["thumbnail"], "width": 320}
+            ]
+        }
+    }
 
     image_url: str | None = Field(
         default=None, max_length=2048, pattern=r"^https?://", description="An http(s) URL of the image."

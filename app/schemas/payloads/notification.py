@@ -20,7 +20,11 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"
 
 
 class NotificationPayload(BaseModel):
-    model_config = REQUEST_CONFIG
+    model_config = REQUEST_CONFIG | {
+        "json_schema_extra": {
+            "examples": [{"url": "https://hooks.example.com/notify", "body": {"text": "Report ready"}}]
+        }
+    }
 
     url: str = Field(
         max_length=2048,

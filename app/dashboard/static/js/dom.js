@@ -82,12 +82,24 @@ export function short(id) {
 
 let toastTimer;
 
+// A notice belongs to the page it was raised on (a navigation raised with it belongs to the page it leads to).
 export function notify(message, kind = "ok") {
   const toast = document.getElementById("toast");
   toast.textContent = message;
   toast.className = `toast shown ${kind}`;
+  toast.dataset.page = pagePath();
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => (toast.className = "toast"), 6000);
+}
+
+// Hide the notice when the page it belongs to is left.
+export function noticeLeft() {
+  const toast = document.getElementById("toast");
+  if (toast.dataset.page !== pagePath()) toast.className = "toast";
+}
+
+function pagePath() {
+  return window.location.hash.replace(/^#/, "").split("?")[0] || "/";
 }
 
 // Run an action from a button: confirm it when asked, show the API's sentence when it fails.

@@ -1,5 +1,5 @@
 // Recurring schedules: each with its cron, time zone and job; run one now, pause or resume, delete; a form for one.
-import { api, jobTypes, query } from "../api.js";
+import { api, query } from "../api.js";
 import { pager } from "../controls.js";
 import { action, badge, errorLine, field, h, notify, onSubmit, replace, section, short, table, when } from "../dom.js";
 
@@ -50,15 +50,31 @@ function buttons(schedule, reload, ran) {
   );
 }
 
+// What the payload box offers for a type: its schema's first example, or {} for a type that needs no field.
+function examplePayload(type) {
+  const example = type?.payload_schema?.examples?.[0];
+  return JSON.stringify(example ?? {}, null, 2);
+}
+
+// The form starts on a type whose payload may be empty (echo where it exists), with a payload that is valid for it.
 function scheduleFields(types) {
-  const typeChoice = h("select", { name: "job_type", required: true }, types.map((t) => h("option", { value: t }, t)));
+  const byName = new Map(types.map((t) => [t.name, t]));
+  const first = byName.get("echo") ?? types[0];
+  const typeChoice = h(
+    "select",
+    { name: "job_type", required: true },
+    types.map((t) => h("option", { value: t.name, selected: t === first }, t.name)),
+  );
+  const payload = h("textarea", { name: "payload", rows: "4", class: "mono", spellcheck: "false" });
+  payload.defaultValue = examplePayload(first); // what the form's reset goes back to
+  typeChoice.addEventListener("change", () => (payload.value = examplePayload(byName.get(typeChoice.value))));
   const cron = h("input", { name: "cron", required: true, maxlength: "255", placeholder: "0 3 * * *" });
   return [
     field("Name", h("input", { name: "name", required: true, maxlength: "200", placeholder: "nightly-report" })),
     field("Cron (minute hour day month weekday, or six fields with seconds last)", cron),
     field("Time zone", h("input", { name: "timezone", required: true, maxlength: "64", value: ZONE })),
     field("Job type", typeChoice),
-    field("Payload (JSON)", h("textarea", { name: "payload", rows: "4", class: "mono", spellcheck: "false" }, "{}")),
+    field("Payload (JSON; an example for the type, edit it)", payload),
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "active", checked: true }), "Active"),
   ];
 }
@@ -84,7 +100,7 @@ function scheduleBody(form) {
 }
 
 export async function render(view, { who, signal }) {
-  const types = await jobTypes(signal);
+  const types = (await api("/api/v1/job-types", { signal })).items;
   const listBox = h("div", { id: "schedule-list" });
   const runBox = h("div", { id: "schedule-run", role: "status" });
   const pages = h("div", { class: "pager" });

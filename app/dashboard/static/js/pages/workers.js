@@ -1,6 +1,6 @@
 // Workers (admin): every worker of every process with its figures; stop and start a worker everywhere.
 import { api } from "../api.js";
-import { action, badge, errorLine, every, h, replace, table, when } from "../dom.js";
+import { action, badge, errorLine, every, h, replace, when } from "../dom.js";
 
 const REFRESH_MS = 2000;
 const FIGURES = [
@@ -22,7 +22,8 @@ function milliseconds(value) {
   return value === null ? "—" : `${value.toFixed(0)} ms`;
 }
 
-// One worker name across processes; Stop while any runs, Start while any does not.
+// One worker name across processes: a group of rows in the one table, led by a row with its name, Stop (while
+// any runs) and Start (while any does not).
 function group(name, entries, reload) {
   const command = (verb) => () => api(`/api/v1/workers/${name}/${verb}`, { method: "POST" }).then(reload);
   const running = entries.filter((w) => w.state === "running").length;
@@ -33,18 +34,25 @@ function group(name, entries, reload) {
     done: `Stopping ${name}…`,
   });
   const start = action("Start", command("start"), { disabled: running === entries.length, done: `Starting ${name}…` });
-  return h(
-    "section",
-    { class: "panel worker", "data-worker": name },
-    h(
-      "header",
-      { class: "row" },
-      h("h2", {}, name),
-      stop,
-      start,
-    ),
-    table(FIGURES, entries, (w) => ({ "data-process": w.process })),
+  const lead = h(
+    "tr",
+    { class: "group" },
+    h("th", { scope: "rowgroup", colspan: String(FIGURES.length) }, h("span", { class: "name" }, name), stop, start),
   );
+  const rows = entries.map((w) =>
+    h(
+      "tr",
+      { "data-process": w.process },
+      FIGURES.map((f) => h("td", { "data-label": f.title, class: f.class }, f.render ? f.render(w) : w[f.key])),
+    ),
+  );
+  return h("tbody", { class: "worker", "data-worker": name }, lead, rows);
+}
+
+function workersTable(byName, reload) {
+  const head = h("thead", {}, h("tr", {}, FIGURES.map((f) => h("th", { scope: "col" }, f.title))));
+  const groups = [...byName.keys()].sort().map((name) => group(name, byName.get(name), reload));
+  return h("div", { class: "scroll" }, h("table", { class: "workers" }, head, groups));
 }
 
 export async function render(view, { signal }) {
@@ -53,9 +61,8 @@ export async function render(view, { signal }) {
   view.append(h("h1", {}, "Workers"), hint, body);
   const draw = (answer) => {
     const byName = Map.groupBy(answer.items, (w) => w.name);
-    const names = [...byName.keys()].sort();
-    if (!names.length) return replace(body, h("p", { class: "empty" }, "No process is heartbeating."));
-    replace(body, names.map((name) => group(name, byName.get(name), reload)));
+    if (!byName.size) return replace(body, h("p", { class: "empty" }, "No process is heartbeating."));
+    replace(body, h("section", { class: "panel" }, workersTable(byName, reload)));
   };
   const reload = async () => draw(await api("/api/v1/workers", { signal }));
   await reload();
