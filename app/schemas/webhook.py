@@ -13,7 +13,7 @@ from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
 DeliveredEvent: Any = Literal[(*SUBSCRIBABLE_EVENTS, TEST_EVENT)]  # what a delivery may carry
-DeliveryStatusName: Any = Literal[DeliveryStatus.PENDING, DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED]
+DeliveryStatusName: Any = Literal[tuple(status.value for status in DeliveryStatus)]
 URL_RULES: dict[str, Any] = {
     "max_length": 2048,
     "pattern": r"^https?://",
