@@ -24,15 +24,15 @@ JOB_CHANGES: dict[str, dict[str, Any]] = {
     JobStatus.CANCELLED: {"result": None, "started_at": None, "attempts": 0},
 }
 DESCRIPTIONS = {
-    "job.succeeded": "A job finished with a result (`data.job.result`).",
+    "job.succeeded": "A job finished with a result (data.job.result).",
     "job.retrying": "An attempt failed with a transient error; the job runs again after its backoff.",
     "job.dead_lettered": "A job failed for good (retries exhausted, a permanent error or a timeout): it is in the DLQ.",
     "job.cancelled": "A job was cancelled before it finished.",
-    PROGRESS_EVENT: "A running job reported progress (`data.job.progress`), at most once a second.",
+    PROGRESS_EVENT: "A running job reported progress (data.job.progress), at most once a second.",
     "workflow.succeeded": "Every job of a workflow succeeded.",
     "workflow.failed": "Every job of a workflow has ended and one of them is dead-lettered.",
     "workflow.cancelled": "Every job of a workflow has ended, none dead-lettered, and one was cancelled.",
-    TEST_EVENT: "Sent by `POST /api/v1/webhooks/{id}/test` to that endpoint alone; never subscribed to.",
+    TEST_EVENT: "Sent to one endpoint when its test is asked for (POST /api/v1/webhooks/{id}/test).",
 }
 
 

@@ -83,6 +83,9 @@ async def test_an_endpoint_page_shows_its_health_and_one_filterable_table_of_del
     await expect(page.locator('#webhook-summary [data-field="in_flight"]')).to_have_text("0")
     rows = page.locator("#webhook-deliveries tbody.delivery")
     await expect(rows).to_have_count(3)
+    opened = page.locator(f'tbody.delivery[data-delivery-id="{failed["id"]}"]')
+    await opened.get_by_role("button", name="Attempts (3)").click()
+    await expect(opened.locator("tr.attempt").first).to_be_visible()
     await screenshot(page, "webhook")
 
     await page.locator("select[name=status]").select_option("failed")

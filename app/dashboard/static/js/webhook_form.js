@@ -15,7 +15,7 @@ function eventKind(kind, chosen) {
   const box = kind.subscribable
     ? h("input", { type: "checkbox", name: "events", value: kind.type, checked: chosen.has(kind.type) })
     : null;
-  const note = kind.subscribable ? null : h("span", { class: "hint" }, " (always sent, never subscribed to)");
+  const note = kind.subscribable ? null : h("span", { class: "hint" }, " (sent on request, never subscribed to)");
   return h(
     "li",
     { class: "event-kind", "data-event-type": kind.type },
