@@ -122,7 +122,7 @@ async def test_an_endpoint_page_shows_its_health_and_one_filterable_table_of_del
 
 
 async def test_a_jobs_audit_trail_shows_its_delivery_rendered_with_the_json_folded(
-    service: Service, tab_of: Tab
+    service: Service, tab_of: Tab, browser: Browser
 ) -> None:
     page, key = tab_of.page, await service.new_key("dash-hooks-trail")
     job = await service.submit(key, job_type="echo", payload={}, callback_url=service.receiver.url("/trail"))
@@ -139,6 +139,14 @@ async def test_a_jobs_audit_trail_shows_its_delivery_rendered_with_the_json_fold
     await expect(raw).to_be_hidden()  # the entry as it is stored, folded away
     await entry.locator("details summary").click()
     await expect(raw).to_contain_text('"outcome": "succeeded"')
+    async with tab(browser, NARROW) as narrow:
+        await sign_in(service, narrow.page, key)
+        await narrow.page.goto(f"{service.url}/dashboard#/jobs/{job['id']}")
+        shown = narrow.page.locator("#audit-trail li[data-event=delivery]").first
+        await expect(shown.locator('dd[data-field="status code"]')).to_have_text("200")
+        await shown.locator("details summary").click()
+        assert await sideways(narrow.page) <= 0
+        assert narrow.unexpected() == []
 
 
 async def test_the_create_form_lists_the_event_catalogue_and_subscribes_to_what_is_ticked(
