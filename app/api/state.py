@@ -9,6 +9,7 @@ from app.services.api_keys import ApiKeyService
 from app.services.artifacts import ArtifactService
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
+from app.services.endpoint_circuits import endpoint_circuits
 from app.services.job_type_breakers import JobTypeBreakers
 from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
@@ -16,6 +17,7 @@ from app.services.rate_limit import RateLimiter
 from app.services.scheduling.schedules import ScheduleService
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
+from app.services.webhook_stats import WebhookStats
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
 from app.services.workflows import WorkflowService
@@ -42,8 +44,10 @@ class ApiState:
     waiting: Waiting = field(init=False)
     schedules: ScheduleService = field(init=False)
     workflows: WorkflowService = field(init=False)
+    webhook_stats: WebhookStats = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
         self.workflows = WorkflowService(self.jobs, self.dlq.stops)
+        self.webhook_stats = WebhookStats(self.resources.engine, endpoint_circuits(self.resources))

@@ -31,6 +31,15 @@ class Policy:
         return [now, window, self.cooldown_seconds, probe_ms, self.min_calls, self.failure_rate, flag]
 
 
+LEASE_MARGIN_SECONDS = 5.0  # an endpoint attempt's lease: its timeout and this margin
+
+
+def endpoint_policy(failures: int, cooldown_seconds: float, lease_seconds: float) -> Policy:
+    """A webhook endpoint's: open after `failures` failures with no success between them, however far apart; any
+    success closes."""
+    return Policy(1.0, failures, None, cooldown_seconds, lease_seconds, success_closes=True)
+
+
 # ARGV[1..7] are the policy (Policy.args); each entry point's own arguments follow. The hash holds
 # opened_at, window_start, calls, failures; the probe key holds whoever took the one half-open probe.
 MACHINE = """

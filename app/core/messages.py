@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from app.core.broker import DIRECT_REPLY_TO, Outgoing
-from app.core.names import PROGRESS, Names, broker_priority, event_type, lane_of
+from app.core.names import PROGRESS, TEST_EVENT, Names, broker_priority, event_type, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
 RETRY_COUNT_HEADER = "retry-count"  # ours: RabbitMQ >= 4 ignores publisher-set x-death
@@ -272,6 +272,11 @@ def workflow_event(names: Names, workflow: Mapping[str, Any]) -> Outgoing:
         message_id=body["id"],
         mandatory=False,
     )
+
+
+def webhook_test_event(event_id: str, endpoint_id: str, created_at: datetime) -> dict[str, Any]:
+    """The `webhook.test` event an endpoint's test sends: no job, the endpoint's id as its data."""
+    return {"id": event_id, "type": TEST_EVENT, "created_at": created_at, "seq": 0, "data": {"webhook_id": endpoint_id}}
 
 
 def endpoint_key(endpoint_id: str | None, url: str) -> str:

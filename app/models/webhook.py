@@ -51,7 +51,7 @@ class Delivery(Base):
     event_id: Mapped[str] = mapped_column(String(80))
     # The endpoint's id, or "callback" for the job's own callback_url (rule 10: unique per event and target).
     target: Mapped[str] = mapped_column(String(36))
-    endpoint_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    endpoint_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     client_id: Mapped[str] = mapped_column(String(64))
     job_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     event_type: Mapped[str] = mapped_column(String(64))
@@ -70,6 +70,8 @@ class Delivery(Base):
     __table_args__ = (
         UniqueConstraint("event_id", "target", name="uq_deliveries_event_target"),
         Index("ix_deliveries_endpoint_status_created", "endpoint_id", "status", "created_at"),
+        # An endpoint's deliveries by time, whatever their status: its delivery table's pages, its stats' window.
+        Index("ix_deliveries_endpoint_created", "endpoint_id", "created_at", "id"),
         Index("ix_deliveries_created_at", "created_at"),
     )
 

@@ -6,12 +6,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.core.names import JOB_EVENTS, SUBSCRIBABLE_EVENTS
+from app.core.names import JOB_EVENTS, SUBSCRIBABLE_EVENTS, TEST_EVENT
 from app.core.statuses import DeliveryStatus
 from app.schemas.payloads.registry import PAYLOADS
 from app.schemas.requests import REQUEST_CONFIG, RequestTime
 
 EventType: Any = Literal[SUBSCRIBABLE_EVENTS]
+DeliveredEvent: Any = Literal[(*SUBSCRIBABLE_EVENTS, TEST_EVENT)]  # what a delivery may carry
+DeliveryStatusName: Any = Literal[tuple(status.value for status in DeliveryStatus)]
 URL_RULES: dict[str, Any] = {
     "max_length": 2048,
     "pattern": r"^https?://",
@@ -116,3 +118,32 @@ class DeliveryOut(BaseModel):
     status: Literal[DeliveryStatus.PENDING, DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED]
     created_at: datetime
     attempts: list[AttemptOut]
+
+
+class Latency(BaseModel):
+    p50: float | None = Field(description="Milliseconds; null with no attempt in the window.")
+    p95: float | None
+
+
+class LastError(BaseModel):
+    at: datetime
+    status_code: int | None = Field(description="Null when no answer came (a timeout, a refused connection).")
+    error: str | None
+
+
+class WebhookStatsOut(BaseModel):
+    """An endpoint's deliveries made in the window, and their attempts; its circuit and in-flight count now."""
+
+    window: Literal["1h", "24h"]
+    deliveries: int = Field(description="Deliveries made in the window, whatever their status now.")
+    succeeded: int
+    failed: int
+    pending: int
+    attempts: int = Field(description="The attempts of those deliveries.")
+    success_rate: float | None = Field(
+        description="The share of those attempts answered 2xx (of attempts, not deliveries), 0 to 1; null with none."
+    )
+    latency_ms: Latency = Field(description="Those attempts' durations, nearest-rank percentiles.")
+    last_error: LastError | None = Field(description="The latest of those attempts that failed.")
+    circuit: Literal["closed", "open", "half_open"] = Field(description="The endpoint's circuit breaker now.")
+    in_flight: int = Field(description="Its deliveries pending now, whenever made: waiting for an attempt or sending.")

@@ -1,18 +1,56 @@
 """Deliveries as the API offers them: listed with their attempts, sent again."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.cursors import decode, encode
 from app.core.statuses import DeliveryStatus
 from app.models.rows import DeliveryLog, delivery_row
 from app.models.tables import ATTEMPTS, DELIVERIES, JOBS
 from app.services.outbox import Outbox
 from app.services.tenancy import Principal, visible_to
 from app.stores.deliveries import DeliveryStore
+from app.stores.pagination import older_than
+
+LISTING = "deliveries"  # the name an endpoint's deliveries' cursors carry
+DELIVERY_ID = re.compile(r"msg_[0-9a-f]{32}")
+
+
+def delivery_id_text(row_id: str) -> str:
+    """A delivery id as the cursors hold it; ValueError for anything else."""
+    if not DELIVERY_ID.fullmatch(row_id):
+        raise ValueError("not a delivery id")
+    return row_id
+
+
+@dataclass(frozen=True)
+class DeliveryFilters:
+    """What an endpoint's delivery list is narrowed to, and its page (`limit` None: every delivery, oldest first)."""
+
+    status: str | None = None
+    event_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = None
+    cursor: str | None = None
+
+    def where(self) -> list[ColumnElement[bool]]:
+        """The filters as WHERE clauses; a time bound applies to when a delivery was made."""
+        clauses: list[ColumnElement[bool]] = []
+        if self.status:
+            clauses.append(DELIVERIES.c.status == self.status)
+        if self.event_type:
+            clauses.append(DELIVERIES.c.event_type == self.event_type)
+        if self.since:
+            clauses.append(DELIVERIES.c.created_at >= self.since)
+        if self.until:
+            clauses.append(DELIVERIES.c.created_at < self.until)
+        return clauses
 
 
 @dataclass(frozen=True)
@@ -28,17 +66,31 @@ class DeliveryService:
             visible = select(JOBS.c.id).where(JOBS.c.id == job_id, visible_to(JOBS, principal))
             if (await conn.execute(visible)).first() is None:
                 return None
-            return await self._with_attempts(conn, select(DELIVERIES).where(DELIVERIES.c.job_id == job_id))
+            of_job = select(DELIVERIES).where(DELIVERIES.c.job_id == job_id)
+            return await self._with_attempts(conn, of_job.order_by(DELIVERIES.c.created_at))
 
-    async def for_endpoint(self, principal: Principal, endpoint_id: str, status: str | None) -> list[DeliveryLog]:
-        query = select(DELIVERIES).where(DELIVERIES.c.endpoint_id == endpoint_id, visible_to(DELIVERIES, principal))
-        if status:
-            query = query.where(DELIVERIES.c.status == status)
+    async def for_endpoint(
+        self, principal: Principal, endpoint_id: str, filters: DeliveryFilters
+    ) -> tuple[list[DeliveryLog], str | None]:
+        """The endpoint's deliveries that pass the filters, each with its attempts: every one oldest first, or
+        with a `limit`, a page newest first and the cursor to the next page when more may follow."""
+        query = select(DELIVERIES).where(
+            DELIVERIES.c.endpoint_id == endpoint_id, visible_to(DELIVERIES, principal), *filters.where()
+        )
         async with self.engine.connect() as conn:
-            return await self._with_attempts(conn, query)
+            if filters.limit is None:
+                return await self._with_attempts(conn, query.order_by(DELIVERIES.c.created_at)), None
+            if filters.cursor:
+                position = decode(LISTING, filters.cursor, delivery_id_text)
+                query = query.where(older_than(DELIVERIES.c.created_at, DELIVERIES.c.id, position))
+            newest = query.order_by(DELIVERIES.c.created_at.desc(), DELIVERIES.c.id.desc())
+            page = await self._with_attempts(conn, newest.limit(filters.limit + 1))
+        more = len(page) > filters.limit
+        last = page[filters.limit - 1] if more else None
+        return page[: filters.limit], encode(LISTING, last["created_at"], last["id"]) if last else None
 
     async def _with_attempts(self, conn: AsyncConnection, query: Any) -> list[DeliveryLog]:
-        deliveries = [delivery_row(r._mapping) for r in await conn.execute(query.order_by(DELIVERIES.c.created_at))]
+        deliveries = [delivery_row(r._mapping) for r in await conn.execute(query)]
         ids = [d["id"] for d in deliveries]
         attempts: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
         if ids:

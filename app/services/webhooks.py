@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.messages import delivery_id, dumps
+from app.core.messages import delivery_id, dumps, webhook_test_event
 from app.core.names import TEST_EVENT, Names
 from app.core.secret_box import SecretBox
 from app.core.signing import new_secret
@@ -112,8 +112,7 @@ class WebhookService:
             if endpoint is None:
                 return None
             event_id = f"evt_test_{uuid.uuid4().hex}"
-            event = {"id": event_id, "type": TEST_EVENT, "created_at": utcnow(), "seq": 0}
-            body = dumps({**event, "data": {"webhook_id": endpoint_id}})
+            body = dumps(webhook_test_event(event_id, endpoint_id, utcnow()))
             target = Target(endpoint_id, endpoint["url"], endpoint_id)
             fanned = Fanned(event_id, TEST_EVENT, endpoint["client_id"], None, body, [target], request_id)
             [staged] = await self.deliveries.stage(conn, [fanned])

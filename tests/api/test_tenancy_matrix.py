@@ -44,6 +44,7 @@ MATRIX = [
     Case("GET", "/api/v1/jobs/{id}/concurrency", "job"),
     Case("GET", "/api/v1/webhooks/{id}", "webhook"),
     Case("GET", "/api/v1/webhooks/{id}/deliveries", "webhook"),
+    Case("GET", "/api/v1/webhooks/{id}/stats", "webhook"),
     Case("PATCH", "/api/v1/webhooks/{id}", "webhook", {"description": "taken over"}),
     Case("POST", "/api/v1/webhooks/{id}/test", "webhook"),
     Case("POST", "/api/v1/webhooks/{id}/recover", "webhook", SINCE),

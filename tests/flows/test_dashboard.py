@@ -309,7 +309,7 @@ async def test_a_failed_delivery_is_redelivered_and_failures_recovered_from_the_
     card = page.locator(f'.delivery[data-delivery-id="{first}"]')
     await expect(card.locator("tr.attempt")).to_have_count(3)
     await card.get_by_role("button", name="Redeliver").click()
-    await expect(card.locator("header [data-status]")).to_have_attribute("data-status", "succeeded")
+    await expect(card.locator("tr.summary [data-status]")).to_have_attribute("data-status", "succeeded")
     await expect(card.locator("tr.attempt")).to_have_count(4)
     second = await failed_test_delivery(service, key, webhook_id)
     since = await page.evaluate(
@@ -319,7 +319,7 @@ async def test_a_failed_delivery_is_redelivered_and_failures_recovered_from_the_
     await page.locator("input[name=since]").fill(since)
     await page.get_by_role("button", name="Recover").click()
     await expect(page.locator("#toast")).to_have_text("1 deliveries sent again.")
-    again = page.locator(f'.delivery[data-delivery-id="{second}"] header [data-status]')
+    again = page.locator(f'.delivery[data-delivery-id="{second}"] tr.summary [data-status]')
     await expect(again).to_have_attribute("data-status", "succeeded")
 
 

@@ -1,25 +1,35 @@
-"""Webhook endpoints: register, read, change, delete, rotate, test, deliveries, recover; the default secret."""
+"""Webhook endpoints: register, read, change, delete, rotate, test, deliveries, stats, recover; the default
+secret."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from asgi_correlation_id import correlation_id
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import AwareDatetime
 
-from app.api.deps import PrincipalDep, StateDep
-from app.api.errors import not_found
+from app.api.deps import PAGE_SIZE, CursorQuery, PrincipalDep, StateDep
+from app.api.errors import ApiError, not_found
 from app.schemas.webhook import (
+    DeliveredEvent,
     DeliveryOut,
     DeliveryQueued,
+    DeliveryStatusName,
     RecoverIn,
     RecoverOut,
     SecretOut,
     WebhookCreate,
     WebhookCreated,
     WebhookOut,
+    WebhookStatsOut,
     WebhookUpdate,
 )
+from app.services.deliveries import DeliveryFilters
 
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
+BAD_FILTER: dict[int | str, dict[str, Any]] = {
+    422: {"description": "A filter value that is not one of its kind, `since` not before `until`, or a bad cursor."}
+}
+PAGED = "A page of at most this many, newest first (without it: every delivery, oldest first)."
 UNSAFE: dict[int | str, dict[str, Any]] = {
     422: {"description": "Bad field, unknown event type, or a URL that is not http(s) or not public."}
 }
@@ -87,18 +97,47 @@ async def send_test(webhook_id: str, state: StateDep, principal: PrincipalDep) -
     return DeliveryQueued(delivery_id=delivery_id)
 
 
-@router.get("/{webhook_id}/deliveries", response_model=list[DeliveryOut])
+@router.get("/{webhook_id}/deliveries", response_model=list[DeliveryOut], responses=BAD_FILTER)
 async def list_deliveries(
+    webhook_id: str,
+    request: Request,
+    response: Response,
+    state: StateDep,
+    principal: PrincipalDep,
+    status: Annotated[DeliveryStatusName | None, Query(description="Only deliveries in this status.")] = None,
+    event_type: Annotated[DeliveredEvent | None, Query(description="Only deliveries of this event type.")] = None,
+    since: Annotated[AwareDatetime | None, Query(description="Only deliveries made at or after this time.")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="Only deliveries made before this time.")] = None,
+    limit: Annotated[int | None, Query(ge=1, le=200, description=PAGED)] = None,
+    cursor: CursorQuery = None,
+) -> list[DeliveryOut]:
+    """The endpoint's deliveries, each with every attempt: all of them oldest first; or, with `limit` (or a
+    `cursor`), a page newest first, the next page's URL in the `Link` header (`rel="next"`) when more may follow."""
+    if since and until and since >= until:
+        raise ApiError(422, "bad_filter", "`since` must be before `until`; widen the time range or drop a bound.")
+    if await state.webhooks.get(principal, webhook_id) is None:
+        raise not_found("webhook")
+    page = PAGE_SIZE if cursor and limit is None else limit
+    filters = DeliveryFilters(status, event_type, since, until, page, cursor)
+    rows, next_cursor = await state.deliveries.for_endpoint(principal, webhook_id, filters)
+    if next_cursor:
+        following = request.url.include_query_params(cursor=next_cursor, limit=page)
+        response.headers["Link"] = f'<{following.path}?{following.query}>; rel="next"'
+    return [DeliveryOut.model_validate(row) for row in rows]
+
+
+@router.get("/{webhook_id}/stats", response_model=WebhookStatsOut)
+async def webhook_stats(
     webhook_id: str,
     state: StateDep,
     principal: PrincipalDep,
-    status: Annotated[str | None, Query(pattern="^(pending|succeeded|failed)$")] = None,
-) -> list[DeliveryOut]:
-    """The endpoint's deliveries, oldest first, each with every attempt."""
+    window: Annotated[Literal["1h", "24h"], Query(description="The last hour or the last day.")] = "1h",
+) -> WebhookStatsOut:
+    """The endpoint's health: its deliveries made in the window by status, their attempts' success rate, p50/p95
+    latency and last error; its circuit and its deliveries in flight now."""
     if await state.webhooks.get(principal, webhook_id) is None:
         raise not_found("webhook")
-    rows = await state.deliveries.for_endpoint(principal, webhook_id, status)
-    return [DeliveryOut.model_validate(row) for row in rows]
+    return WebhookStatsOut.model_validate(await state.webhook_stats.of(webhook_id, window))
 
 
 @router.post("/{webhook_id}/recover", status_code=202, response_model=RecoverOut)

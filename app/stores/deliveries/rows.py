@@ -143,6 +143,7 @@ def _detail(recording: Recording) -> dict[str, Any]:
         "event_type": delivery["event_type"],
         "attempt": delivery["attempt_count"] + 1,
         "status_code": attempt.status_code,
+        "duration_ms": round(attempt.duration_ms, 1),
         "outcome": recording.outcome,
         **({"error": attempt.error} if attempt.error else {}),
     }

@@ -12,7 +12,9 @@ from loguru import logger
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from app.core.breaker import LEASE_MARGIN_SECONDS as LEASE_MARGIN_SECONDS
 from app.core.breaker import MACHINE, Policy, reply_text
+from app.core.breaker import endpoint_policy as endpoint_policy
 from app.core.names import Names
 from app.core.redis_batch import Script, answer, evalsha, pipelined
 from app.core.resources import Resources
@@ -114,11 +116,6 @@ class Result:
     heir: str = ""  # after a success: the delivery this process handed its slot to, already sending
 
 
-def endpoint_policy(failures: int, cooldown_seconds: float, lease_seconds: float) -> Policy:
-    """Open after `failures` failures with no success between them, however far apart; any success closes."""
-    return Policy(1.0, failures, None, cooldown_seconds, lease_seconds, success_closes=True)
-
-
 @dataclass
 class EndpointBreakers:
     """A breaker and an in-flight cap per endpoint, so one dead endpoint never holds the consumers the others
@@ -193,9 +190,6 @@ def _opened(results: Sequence[Result], positions: Sequence[Any]) -> set[str]:
     for key in sorted(opened):
         logger.warning("circuit opened for {}: deliveries wait in the delay tiers", key)
     return opened
-
-
-LEASE_MARGIN_SECONDS = 5.0  # an attempt's lease: its timeout and this margin
 
 
 def endpoint_breakers(resources: Resources) -> EndpointBreakers:

@@ -2,7 +2,7 @@
 // audit trail, its deliveries, its artifact; cancel and retry.
 import { api, download } from "../api.js";
 import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
-import { deliveryList } from "../deliveries.js";
+import { deliveryEntry, deliveryList } from "../deliveries.js";
 import { follow } from "../sse.js";
 
 const REFRESH_MS = 3000;
@@ -73,6 +73,7 @@ function heldNotice(job, events) {
 
 // Each event as one line (from → to, attempt), with anything else it carries (an error, a delivery) beneath.
 function trailItem(e) {
+  if (e.event === "delivery") return deliveryEntry(e);
   const detail = e.detail || {};
   const move = "to" in detail ? `${detail.from ?? "—"} → ${detail.to}` : null;
   const rest = Object.fromEntries(Object.entries(detail).filter(([k]) => !MOVE.has(k)));

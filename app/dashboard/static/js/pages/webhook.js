@@ -1,17 +1,20 @@
-// One webhook endpoint: edit, disable or enable, rotate its secret, test, delete; its deliveries and recovery.
+// One webhook endpoint: its health (success rate, latency, last error, circuit, in flight, for 1 h and 24 h); its
+// deliveries as one filtered table whose rows open to their attempts; edit, disable or enable, rotate its secret,
+// test, delete; recovery.
 import { api, query } from "../api.js";
-import { choice, filterForm } from "../controls.js";
-import { deliveryList } from "../deliveries.js";
+import { choice, filterForm, pager } from "../controls.js";
+import { deliveryPage, deliveryTable } from "../deliveries.js";
 import { action, badge, errorLine, every, h, notify, onSubmit, replace, section, when } from "../dom.js";
 import { secretOnce } from "../secret.js";
-import { webhookBody, webhookFields } from "../webhook_form.js";
+import { eventCatalogue, webhookBody, webhookFields } from "../webhook_form.js";
+import { summaryCard } from "../webhook_stats.js";
 
 const DELIVERY_STATUSES = ["pending", "succeeded", "failed"];
 const REFRESH_MS = 3000;
 
-function editForm(hook, reload) {
+function editForm(hook, reload, catalogue) {
   const save = h("button", { type: "submit" }, "Save changes");
-  const form = h("form", { class: "stacked", id: "webhook-edit" }, webhookFields(hook), save);
+  const form = h("form", { class: "stacked", id: "webhook-edit" }, webhookFields(hook, { catalogue }), save);
   return onSubmit(form, async () => {
     await api(`/api/v1/webhooks/${hook.id}`, { method: "PATCH", body: webhookBody(form, false) });
     notify("Endpoint saved.");
@@ -82,24 +85,79 @@ function heading(hook) {
   ];
 }
 
+const PAGE = 50;
+const RANGES = [
+  ["", "any time"],
+  ["1h", "last hour"],
+  ["24h", "last 24 hours"],
+  ["7d", "last 7 days"],
+];
+const RANGE_MS = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3 };
+
+function rangeChoice(selected) {
+  const options = RANGES.map(([value, label]) => h("option", { value, selected: value === (selected || "") }, label));
+  return h("label", {}, "Time", h("select", { name: "range" }, options));
+}
+
+// The filters the page's #/webhooks/{id}?status=&event_type=&range= holds, as the deliveries call takes them.
+function filtersOf(params) {
+  const range = RANGE_MS[params.get("range")];
+  return {
+    status: params.get("status"),
+    event_type: params.get("event_type"),
+    since: range ? new Date(Date.now() - range).toISOString() : null,
+  };
+}
+
+function filters(id, params, catalogue) {
+  const types = catalogue.map((kind) => kind.type);
+  return filterForm(
+    `/webhooks/${id}`,
+    choice("status", "Status", DELIVERY_STATUSES, params.get("status")),
+    choice("event_type", "Event type", types, params.get("event_type")),
+    rangeChoice(params.get("range")),
+  );
+}
+
 export async function render(view, { ids: [id], params, signal }) {
-  const head = h("div");
+  const catalogue = await eventCatalogue(signal);
+  const parts = { head: h("div"), summary: h("div", { id: "webhook-summary" }), deliveries: h("div", { id: "webhook-deliveries" }) };
   const secretBox = h("div");
   const forms = h("div");
-  const deliveries = h("div", { id: "webhook-deliveries" });
-  const reload = async () => {
-    const [hook, sent] = await Promise.all([
-      api(`/api/v1/webhooks/${id}`, { signal }),
-      api(`/api/v1/webhooks/${id}/deliveries${query({ status: params.get("status") })}`, { signal }),
-    ]);
-    replace(head, heading(hook), controls(hook, reload, secretBox));
-    if (!forms.firstChild) {
-      replace(forms, section("Edit", editForm(hook, reload)), section("Recover", recoverForm(hook, reload)));
-    }
-    replace(deliveries, deliveryList(sent.slice().reverse(), reload));
+  const pages = h("div", { class: "pager" });
+  const open = new Set(); // the deliveries whose attempts are shown
+  const cursors = [null]; // the pages seen, the last the one shown
+  const seen = {};
+  // Redraw only the parts whose data changed, so an open row or a focused button survives a refresh.
+  const put = (name, value, draw) => {
+    const text = JSON.stringify(value);
+    if (seen[name] !== text) replace(parts[name], draw(value));
+    seen[name] = text;
   };
-  const filter = filterForm(`/webhooks/${id}`, choice("status", "Status", DELIVERY_STATUSES, params.get("status")));
+  const reload = async () => {
+    const path = `/api/v1/webhooks/${id}`;
+    const listed = `${path}/deliveries${query({ ...filtersOf(params), limit: PAGE, cursor: cursors.at(-1) })}`;
+    const [hook, hour, day, page] = await Promise.all([
+      api(path, { signal }),
+      api(`${path}/stats?window=1h`, { signal }),
+      api(`${path}/stats?window=24h`, { signal }),
+      deliveryPage(listed, signal),
+    ]);
+    put("head", hook, (x) => [heading(x), controls(x, reload, secretBox)]);
+    if (!forms.firstChild) {
+      replace(forms, section("Edit", editForm(hook, reload, catalogue)), section("Recover", recoverForm(hook, reload)));
+    }
+    put("summary", [hour, day], ([x, y]) => summaryCard(x, y));
+    put("deliveries", page.items, (items) => deliveryTable(items, open, reload));
+    pager(pages, cursors, page.next, () => reload().catch((error) => notify(error.message, "bad")));
+  };
   await reload();
-  view.append(head, secretBox, section("Deliveries (newest first)", filter, deliveries), forms);
-  every(REFRESH_MS, () => reload().catch((error) => signal.aborted || replace(deliveries, errorLine(error))), signal);
+  view.append(
+    parts.head,
+    secretBox,
+    section("Health", parts.summary),
+    section("Deliveries (newest first)", filters(id, params, catalogue), parts.deliveries, pages),
+    forms,
+  );
+  every(REFRESH_MS, () => reload().catch((error) => signal.aborted || replace(parts.deliveries, errorLine(error))), signal);
 }
