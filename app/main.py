@@ -25,6 +25,7 @@ from app.api.routes import (
     logs,
     overview,
     schedules,
+    summary,
     webhooks,
     workers,
     workflows,
@@ -190,6 +191,7 @@ ROUTES = (
     logs,
     workers,
     overview,
+    summary,
     workflows,
 )
 
