@@ -11,7 +11,7 @@ class QueueOut(BaseModel):
     consumers: int
     topology: str = Field(description="The first part of its name: `jobs`, `webhooks`.")
     kind: str = Field(description="`queue` (a lane or a worker's queue), `retry` (a delay tier) or `dlq`.")
-    feeds: str | None = Field(description="For a retry tier, the queue its messages return to.")
+    feeds: str | None = Field(description="For a retry tier, the lane it returns to (`jobs.default`), or `webhooks`.")
     tier: str | None = Field(description="For a retry tier, its delay, as in its name (`240ms`).")
     change_per_second: float | None = Field(
         description="How fast `ready` changed between this API process's previous read (up to a minute ago, at "
