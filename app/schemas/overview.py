@@ -72,10 +72,17 @@ class FailingEndpoint(BaseModel):
 class OverviewOut(BaseModel):
     generated_at: datetime = Field(description="When the figures were read from the database.")
     fresh_for_seconds: float = Field(description="How long this answer is served again to the same scope.")
-    counts: dict[str, int] = Field(description="Jobs by status, every status named (0 for none).")
-    by_type: list[TypeCounts]
+    counts: dict[str, int] = Field(
+        description="Jobs by status, every status named (0 for none): the live ones and `dead_lettered` read now, "
+        "`succeeded` and `cancelled` as of `by_type_at`."
+    )
+    by_type: list[TypeCounts] = Field(description="Jobs by type and status, as of `by_type_at`.")
+    by_type_at: datetime = Field(
+        description="When `by_type`, `timings` and the finished totals were counted: a scan of every job's index "
+        "entry, made at most every 30 s per scope in the background (the answer never waits for it but the first)."
+    )
     throughput: Throughput
-    timings: list[Timing] = Field(description="Run time and queue wait per type, over the last hour.")
+    timings: list[Timing] = Field(description="Run time and queue wait per type, over the hour before `by_type_at`.")
     dlq: DlqTrend
     failing_endpoints: list[FailingEndpoint] = Field(
         description="The caller's endpoints with an open circuit or a failed attempt in the last 15 minutes."

@@ -31,6 +31,17 @@ async def status_type_counts(conn: AsyncConnection, scope: str | None) -> Sequen
     return (await conn.execute(query)).all()
 
 
+async def status_counts(conn: AsyncConnection, scope: str | None, statuses: Sequence[str]) -> Sequence[Row[str, int]]:
+    """(status, n) of the jobs `scope` sees in `statuses`: a range of ix_jobs_status_next (an admin's) or of
+    ix_jobs_client_status_type (a client's), read alone."""
+    query = (
+        select(JOBS.c.status, func.count())
+        .where(JOBS.c.status.in_(list(statuses)), owned_by(JOBS, scope))
+        .group_by(JOBS.c.status)
+    )
+    return (await conn.execute(query)).all()
+
+
 async def finished_per_minute(
     conn: AsyncConnection, scope: str | None, since: datetime
 ) -> Sequence[Row[str, int, int]]:
