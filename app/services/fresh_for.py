@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+MAX_KEYS = 1000  # answers KeptAndRefreshed keeps (one per client that reads them); past this the oldest go
 
 
 @dataclass
@@ -67,7 +68,10 @@ class KeptAndRefreshed(Generic[T]):
             try:
                 started = self.clock()
                 answer = await compute()
-                self.kept[key] = (started, answer)
+                self.kept.pop(key, None)
+                self.kept[key] = (started, answer)  # the most recent last, so the least recent go first
+                while len(self.kept) > MAX_KEYS:
+                    del self.kept[next(iter(self.kept))]
                 return answer
             finally:
                 self.running.pop(key, None)
