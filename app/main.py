@@ -26,6 +26,7 @@ from app.api.routes import (
     logs,
     overview,
     schedules,
+    summary,
     webhooks,
     workers,
     workflows,
@@ -192,6 +193,7 @@ ROUTES = (
     logs,
     workers,
     overview,
+    summary,
     workflows,
 )
 

@@ -1,4 +1,4 @@
-"""The thirteen scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
+"""The scenarios, by name, in the order a run takes them. Each starts what it needs, measures, stops what
 it started and returns table rows.
 
 - ingest (bench/ingest.py): `POST /api/v1/jobs` at 1, 8, 32 and 128 clients against the service's API (no
@@ -33,6 +33,8 @@ it started and returns table rows.
   processes, on classic and on quorum queues; which resource saturates first, from the CPU of each.
 - soak (bench/soak.py): many echo jobs through API and worker; resident memory at start, at the checkpoint
   and at the end; lost and duplicated jobs.
+- overview (bench/overview.py): `GET /api/v1/overview` as the admin and as a client over a million jobs, cold
+  and warm, beside `GET /api/v1/dlq/stats` and `GET /health` in the same process.
 """
 
 from collections.abc import Awaitable, Callable
@@ -45,6 +47,7 @@ from bench.ingest import ingest
 from bench.metrics_cost import metrics_cost
 from bench.noisy import noisy
 from bench.overload import overload
+from bench.overview import overview
 from bench.progress import progress
 from bench.report import Row
 from bench.retention import retention
@@ -73,4 +76,5 @@ SCENARIOS: dict[str, Scenario] = {
     "overload": overload,
     "scaling": scaling,
     "soak": soak,
+    "overview": overview,
 }

@@ -37,6 +37,8 @@ class Sizes:
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
     soak_checkpoint: int
+    overview_jobs: int  # jobs in the table the overview scenario reads
+    overview_calls: int  # calls of each kind it times, per arm (cold, warm)
 
     def shown(self) -> dict[str, object]:
         return asdict(self)
@@ -75,6 +77,8 @@ FULL = Sizes(
     scale_max_workers=4,
     soak_jobs=50_000,
     soak_checkpoint=10_000,
+    overview_jobs=1_000_000,
+    overview_calls=20,
 )
 QUICK = Sizes(
     ingest_requests=100,
@@ -109,6 +113,8 @@ QUICK = Sizes(
     scale_max_workers=2,
     soak_jobs=1000,
     soak_checkpoint=200,
+    overview_jobs=20_000,
+    overview_calls=5,
 )
 
 

@@ -13,6 +13,8 @@ from app.services.endpoint_circuits import endpoint_circuits
 from app.services.job_type_breakers import JobTypeBreakers
 from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
+from app.services.overview import OverviewService
+from app.services.queue_rates import QueueRates
 from app.services.rate_limit import RateLimiter
 from app.services.scheduling.schedules import ScheduleService
 from app.services.streams import LiveStreams
@@ -45,9 +47,16 @@ class ApiState:
     schedules: ScheduleService = field(init=False)
     workflows: WorkflowService = field(init=False)
     webhook_stats: WebhookStats = field(init=False)
+    overview: OverviewService = field(init=False)
+    queue_rates: QueueRates = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
         self.workflows = WorkflowService(self.jobs, self.dlq.stops)
         self.webhook_stats = WebhookStats(self.resources.engine, endpoint_circuits(self.resources))
+        resources, settings = self.resources, self.resources.settings
+        self.overview = OverviewService(
+            resources.engine, resources.redis, resources.names, settings.overview_cache_seconds
+        )
+        self.queue_rates = QueueRates(settings.rabbitmq_management_url)

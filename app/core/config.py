@@ -212,6 +212,13 @@ class Settings(BaseSettings):
     worker_heartbeat_seconds: float = Field(default=2, gt=0)
     """Seconds between two heartbeats of a process's workers into Redis; three missed and it drops out of
     /api/v1/workers."""
+    overview_cache_seconds: float = Field(default=5.0, ge=0, le=60)
+    """Seconds an API process keeps a caller's `GET /api/v1/overview` before reading the database again (0: never
+    kept); the figures are at most this old (docs/dashboard.md)."""
+    rabbitmq_management_url: str | None = None
+    """URL of RabbitMQ's management API (such as http://guest:guest@127.0.0.1:15672), optional: when set,
+    `GET /api/v1/queues` adds each queue's publish and deliver rates from it; without it the rates are the change
+    of each queue's depth between two reads (docs/dashboard.md)."""
 
     cpu_pool_size: int = Field(default=2, ge=1)
     """Processes in each job worker's pool for PDF and image work (a timed-out job's process is killed)."""

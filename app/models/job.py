@@ -23,6 +23,9 @@ def partial_index(name: str, where: str, *columns: str, unique: bool = False) ->
 # indexes use these very texts (stores/flow/fair.py, stores/flow/postgres.py), so the planner matches them.
 IN_LANE_WHERE = "status IN ('pending', 'queued') AND held IS NULL"
 WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
+# The overview's indexes (migration 0018); its statements repeat these texts so the planner matches them.
+FINISHED_WHERE = "finished_at IS NOT NULL"
+RETRYING_WHERE = "event = 'retrying'"
 DEAD_WHERE = "status = 'dead_lettered'"
 
 
@@ -133,6 +136,11 @@ class Job(Base):
         partial_index(
             "ix_jobs_failure_group", DEAD_WHERE, "client_id", "failure_group", "job_type", "finished_at", "id"
         ),
+        # The overview's counts by status and type (services/overview): an index-only scan of a client's range, or
+        # of the whole index for an admin, instead of the table.
+        Index("ix_jobs_client_status_type", "client_id", "status", "job_type"),
+        # The overview's run times per type, newest first. Partial: a job enters it once, as it finishes.
+        partial_index("ix_jobs_type_finished", FINISHED_WHERE, "job_type", "finished_at"),
     )
 
 
@@ -146,3 +154,6 @@ class JobEvent(Base):
     event: Mapped[str] = mapped_column(String(32))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+    # The overview's failed attempts per minute (services/overview). Partial: only a retry's row writes to it.
+    __table_args__ = (partial_index("ix_job_events_retrying", RETRYING_WHERE, "created_at", "job_id"),)

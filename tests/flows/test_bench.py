@@ -32,6 +32,7 @@ SCENARIOS = (
     "overload",
     "scaling",
     "soak",
+    "overview",
 )
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HEADER = "| scenario | figure | ours | baseline | ratio | target | met? |"

@@ -5,7 +5,7 @@ from fastapi import APIRouter
 from app.api.deps import AdminDep, PrincipalDep, StateDep
 from app.api.errors import ApiError
 from app.schemas.api_key import WhoAmIOut
-from app.schemas.queue import QueueOut, QueuesOut
+from app.schemas.queue import QueuesOut
 from app.services.upkeep.gauges import BrokerUnavailable, queue_depths
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
@@ -28,9 +28,11 @@ async def who_am_i(principal: PrincipalDep) -> WhoAmIOut:
 )
 async def list_queues(state: StateDep, _: AdminDep) -> QueuesOut:
     """Each lane, delay tier and dead-letter queue of the job and webhook topology, named without the namespace:
-    the messages ready in it and the consumers reading it, read from the broker now."""
+    the messages ready in it and the consumers reading it, read from the broker now; the retry tiers' messages
+    added up per topology (`in_retry`); and how fast each depth changes between reads (with publish and deliver
+    rates from the management API when RABBITMQ_MANAGEMENT_URL is set)."""
     try:
         depths = await queue_depths(state.resources)
     except BrokerUnavailable as exc:
         raise ApiError(503, "broker_unavailable", "RabbitMQ is unreachable, so queue depths cannot be read.") from exc
-    return QueuesOut(items=[QueueOut(queue=d.queue, ready=d.ready, consumers=d.consumers) for d in depths])
+    return QueuesOut.model_validate(await state.queue_rates.describe(depths, state.resources.names.ns))
