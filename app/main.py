@@ -24,6 +24,7 @@ from app.api.routes import (
     live,
     logs,
     overview,
+    redrives,
     schedules,
     webhooks,
     workers,
@@ -184,6 +185,7 @@ ROUTES = (
     live,
     webhooks,
     deliveries,
+    redrives,  # before dlq: its paths are under /api/v1/dlq
     dlq,
     circuits,
     job_types,

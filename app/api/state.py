@@ -13,12 +13,14 @@ from app.services.job_type_breakers import JobTypeBreakers
 from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
 from app.services.rate_limit import RateLimiter
+from app.services.redrives import RedriveService
 from app.services.scheduling.schedules import ScheduleService
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
 from app.services.workflows import WorkflowService
+from app.stores.redrives import RedriveStore
 
 
 @dataclass
@@ -42,8 +44,10 @@ class ApiState:
     waiting: Waiting = field(init=False)
     schedules: ScheduleService = field(init=False)
     workflows: WorkflowService = field(init=False)
+    redrives: RedriveService = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
         self.workflows = WorkflowService(self.jobs, self.dlq.stops)
+        self.redrives = RedriveService(RedriveStore(self.resources.engine))

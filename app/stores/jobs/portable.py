@@ -237,9 +237,13 @@ class PortableJobs:
             messages = await self.outbox.stage(conn, [job_outgoing(self.names, JobMessage.from_row(j)) for j in jobs])
         return jobs, [*messages, *events]
 
-    async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
-        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message."""
+    async def replay(
+        self, conn: AsyncConnection, job: JobRow, detail: Mapping[str, Any] | None = None
+    ) -> tuple[JobRow, list[Pending]] | None:
+        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message; `detail`
+        joins its `replayed` audit row's (a redrive's id)."""
         trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
+        trail.update(detail or {})
         await self.audit(conn, [_trail_row(job["id"], TrailEvent.REPLAYED, trail)])
         values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
         moves = await self.cas(conn, steps.REPLAY, [Change(job, values)])
