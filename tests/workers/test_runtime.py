@@ -104,6 +104,7 @@ STEERING_AND_LOOPS = [
     "retention",
     "scheduler",
     "held_release",
+    "redrives",
 ]
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, func, insert, literal, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, delete, func, insert, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.statuses import DeliveryStatus, JobStatus, RedriveKind, RedriveStatus
@@ -99,6 +99,8 @@ class RedriveStore:
                 status = (await conn.execute(select(REDRIVES.c.status).where(REDRIVES.c.id == redrive_id))).scalar()
                 raise Moved(str(status))
             await event(conn, redrive_id, _EVENTS[target], actor, now)
+            if target is R.CANCELLED:
+                await forget_items(conn, redrive_id)
 
     async def lease(self, owner: str, seconds: float) -> list[Row]:
         """The running redrives `owner` drives for the next `seconds`: those it held, and those no live lease
@@ -179,6 +181,11 @@ async def event(conn: AsyncConnection, redrive_id: str, what: str, actor: str | 
     """A row of the redrive's history, in the caller's transaction."""
     values = {"redrive_id": redrive_id, "event": what, "actor": actor, "created_at": now}
     await conn.execute(insert(REDRIVE_EVENTS).values(values))
+
+
+async def forget_items(conn: AsyncConnection, redrive_id: str) -> None:
+    """An ended redrive's items, no longer needed (its counts hold its progress): nothing grows forever."""
+    await conn.execute(delete(REDRIVE_ITEMS).where(REDRIVE_ITEMS.c.redrive_id == redrive_id))
 
 
 async def with_history(conn: AsyncConnection, rows: list[Row]) -> list[Row]:

@@ -16,7 +16,7 @@ from app.models.types import utcnow
 from app.stores.deliveries.statements import reset_for_redelivery
 from app.stores.jobs import JobStore
 from app.stores.outbox import OutboxStore, Pending
-from app.stores.redrives import Row, event
+from app.stores.redrives import Row, event, forget_items
 
 
 class Lost(Exception):
@@ -117,3 +117,4 @@ async def _progress(conn: AsyncConnection, redrive: Row, owner: str, step: Step,
         raise Lost(redrive["id"])
     if step.finished:
         await event(conn, redrive["id"], "finished", None, now)
+        await forget_items(conn, redrive["id"])
