@@ -29,7 +29,7 @@ CLIENT = "redrive-crash"
 async def own_world(name: str) -> AsyncIterator[tuple[AsyncEngine, dict[str, str]]]:
     """A database and namespace of the test's own, its engine, and the environment of a worker process on it."""
     async with world_of_its_own(f"{name}{uuid.uuid4().hex[:6]}") as world:
-        settings = make_settings(**world)
+        settings = make_settings(**world, log_level="INFO")  # a worker says when it consumes
         engine = make_engine(settings.database_url)
         try:
             yield engine, settings_env(settings)
@@ -112,7 +112,10 @@ async def test_two_processes_drive_a_redrive_at_its_pace_not_twice_it(tmp_path: 
             async def both_up() -> bool:  # their loops start before their consumers
                 return all("consuming" in process.output() for process in (first, second))
 
-            await wait_for(both_up, within=40)
+            try:
+                await wait_for(both_up, within=40)
+            except AssertionError as exc:
+                raise AssertionError(f"{first.output()}\n---\n{second.output()}") from exc
             redrive = await redrive_of(db, per_second=10)
 
             async def finished() -> dict[str, Any] | None:

@@ -54,17 +54,15 @@ class Advance:
         return step
 
     async def _jobs(self, conn: AsyncConnection, redrive: Row, ids: list[str]) -> Step:
-        step, jobs = Step(), await self.jobs.read(conn, ids)
-        for job_id in ids:
-            job = jobs.get(job_id)
-            if job is None or job["status"] != JobStatus.DEAD_LETTERED:
-                step.skipped += 1  # replayed, cancelled or deleted since the redrive took it
-                continue
-            replayed = await self.jobs.replay(conn, job, {"redrive": redrive["id"]})
-            if replayed is None:
-                raise Lost(job_id)  # it changed since read: read it again in the next transaction
-            step.replayed += 1
-            step.staged += replayed[1]
+        jobs = await self.jobs.read(conn, ids)
+        dead = [jobs[i] for i in ids if i in jobs and jobs[i]["status"] == JobStatus.DEAD_LETTERED]
+        # The others were replayed, cancelled or deleted since the redrive took them.
+        step = Step(skipped=len(ids) - len(dead))
+        if dead:
+            queued, step.staged = await self.jobs.replay_all(conn, dead, {"redrive": redrive["id"]})
+            if len(queued) != len(dead):
+                raise Lost(redrive["id"])  # some changed since read: read them again in the next transaction
+            step.replayed = len(queued)
         return step
 
     async def _deliveries(self, conn: AsyncConnection, redrive: Row, ids: list[str]) -> Step:
@@ -89,9 +87,12 @@ class Advance:
 
 
 async def _next_items(conn: AsyncConnection, redrive: Row, most: int) -> list[tuple[int, str]]:
-    after = (REDRIVE_ITEMS.c.redrive_id == redrive["id"], REDRIVE_ITEMS.c.seq > redrive["reached"])
-    query = select(REDRIVE_ITEMS.c.seq, REDRIVE_ITEMS.c.item_id).where(*after).order_by(REDRIVE_ITEMS.c.seq)
-    return [(seq, item_id) for seq, item_id in await conn.execute(query.limit(most))]
+    """The next `most` items. Their numbers run 1..total without a gap, so the range says which rows: the scan
+    reads no row past them whatever the planner guesses of a table it may not have analysed yet."""
+    seq, reached = REDRIVE_ITEMS.c.seq, redrive["reached"]
+    after = (REDRIVE_ITEMS.c.redrive_id == redrive["id"], seq > reached, seq <= reached + most)
+    query = select(seq, REDRIVE_ITEMS.c.item_id).where(*after).order_by(seq)
+    return [(number, item_id) for number, item_id in await conn.execute(query)]
 
 
 async def _progress(conn: AsyncConnection, redrive: Row, owner: str, step: Step, lease_seconds: float) -> None:
