@@ -25,6 +25,7 @@ from app.api.routes import (
     live,
     logs,
     overview,
+    redrives,
     schedules,
     summary,
     webhooks,
@@ -187,6 +188,7 @@ ROUTES = (
     webhooks,
     deliveries,
     event_types,
+    redrives,  # before dlq: its paths are under /api/v1/dlq
     dlq,
     circuits,
     job_types,

@@ -16,6 +16,7 @@ from app.services.jobs import JobService
 from app.services.overview import OverviewService
 from app.services.queue_rates import QueueRates
 from app.services.rate_limit import RateLimiter
+from app.services.redrives import RedriveService
 from app.services.scheduling.schedules import ScheduleService
 from app.services.streams import LiveStreams
 from app.services.waiting import Waiting
@@ -23,6 +24,7 @@ from app.services.webhook_stats import WebhookStats
 from app.services.webhooks import WebhookService
 from app.services.worker_directory import WorkerDirectory
 from app.services.workflows import WorkflowService
+from app.stores.redrives import RedriveStore
 
 
 @dataclass
@@ -49,6 +51,7 @@ class ApiState:
     webhook_stats: WebhookStats = field(init=False)
     overview: OverviewService = field(init=False)
     queue_rates: QueueRates = field(init=False)
+    redrives: RedriveService = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
@@ -60,3 +63,4 @@ class ApiState:
             resources.engine, resources.redis, resources.names, settings.overview_cache_seconds
         )
         self.queue_rates = QueueRates(settings.rabbitmq_management_url)
+        self.redrives = RedriveService(RedriveStore(self.resources.engine))

@@ -137,3 +137,28 @@ class Action(StrEnum):
 
     STOP = "stop"
     START = "start"
+
+
+class RedriveStatus(StrEnum):
+    """A throttled redrive's status (services/redrives.py)."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    FINISHED = "finished"  # every item it took reached: replayed, or skipped as no longer failed
+    CANCELLED = "cancelled"
+
+
+class RedriveKind(StrEnum):
+    """What a redrive sends again: dead jobs, or failed webhook deliveries."""
+
+    JOBS = "jobs"
+    DELIVERIES = "deliveries"
+
+
+# The operator's actions on a redrive, each allowed from these statuses (anything else is a 409); `finished` is
+# the runner's, from running once its last item is reached.
+REDRIVE_ACTIONS: dict[str, tuple[RedriveStatus, frozenset[RedriveStatus]]] = {
+    "pause": (RedriveStatus.PAUSED, frozenset({RedriveStatus.RUNNING})),
+    "resume": (RedriveStatus.RUNNING, frozenset({RedriveStatus.PAUSED})),
+    "cancel": (RedriveStatus.CANCELLED, frozenset({RedriveStatus.RUNNING, RedriveStatus.PAUSED})),
+}

@@ -7,6 +7,7 @@ from app.models.flow import FlowKey, FlowStart
 from app.models.job import Job, JobEvent
 from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
+from app.models.redrive import Redrive, RedriveEvent, RedriveItem
 from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 from app.models.workflow import JobDependency, Workflow
@@ -25,6 +26,9 @@ __all__ = [
     "JobEvent",
     "JobTypePause",
     "OutboxMessage",
+    "Redrive",
+    "RedriveEvent",
+    "RedriveItem",
     "Schedule",
     "WebhookEndpoint",
     "Workflow",

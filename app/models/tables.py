@@ -10,6 +10,7 @@ from app.models.flow import FlowKey, FlowStart
 from app.models.job import Job, JobEvent
 from app.models.job_type import JobTypePause
 from app.models.outbox import OutboxMessage
+from app.models.redrive import Redrive, RedriveEvent, RedriveItem
 from app.models.schedule import Schedule
 from app.models.webhook import ClientSecret, Delivery, DeliveryAttempt, WebhookEndpoint
 from app.models.workflow import JobDependency, Workflow
@@ -29,3 +30,6 @@ ARTIFACTS = cast(Table, Artifact.__table__)
 SCHEDULES = cast(Table, Schedule.__table__)
 WORKFLOWS = cast(Table, Workflow.__table__)
 JOB_DEPENDENCIES = cast(Table, JobDependency.__table__)
+REDRIVES = cast(Table, Redrive.__table__)
+REDRIVE_ITEMS = cast(Table, RedriveItem.__table__)
+REDRIVE_EVENTS = cast(Table, RedriveEvent.__table__)

@@ -21,6 +21,7 @@ RUNNABLE = (
     "dlq_janitor",
     "retention",
     "held_release",
+    "redrives",
     "metrics_gauges",
 )
 TTL_BEATS = 3  # a process that misses this many heartbeats has gone

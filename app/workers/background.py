@@ -1,6 +1,6 @@
 """Background workers: loops that run one cycle every `interval` seconds (the outbox relay, the overdue
-republisher, the DLQ janitor, retention, the scheduler, the release of held jobs, the metrics gauges) and back off
-when their cycles keep failing."""
+republisher, the DLQ janitor, retention, the scheduler, the release of held jobs, the redrives, the metrics
+gauges) and back off when their cycles keep failing."""
 
 import asyncio
 import contextlib
@@ -23,7 +23,10 @@ from app.services.outbox import Outbox
 from app.services.scheduling.scheduler import Scheduler
 from app.services.upkeep.janitor import DlqJanitor
 from app.services.upkeep.overdue import republish_overdue
+from app.services.upkeep.redrives import TICK_SECONDS, RedriveRunner
 from app.services.upkeep.retention import Retention
+from app.stores.redrives import RedriveStore
+from app.stores.redrives.advance import Advance
 from app.workers.reports import WorkerReport
 
 FAILURES_TO_OPEN = 3
@@ -154,6 +157,25 @@ class BackgroundLoop:
             logger.warning("{} failed {} cycles in a row; next one in {}s", self.name, self.failures, backoff)
 
 
+class RedriveLoop(BackgroundLoop):
+    """The redrive runner's loop: its stop gives back the leases it held, so another process takes them at once."""
+
+    def __init__(self, runner: RedriveRunner, backoff: Backoff) -> None:
+        super().__init__("redrives", runner.cycle, TICK_SECONDS, backoff)
+        self.runner = runner
+
+    async def stop(self, grace: float) -> None:
+        await super().stop(grace)
+        await self.runner.release()
+
+
+def redrive_loop(resources: Resources, outbox: Outbox) -> RedriveLoop:
+    """The loop that drives the running redrives (services/upkeep/redrives.py)."""
+    stores = resources.stores
+    advance = Advance(stores.jobs, stores.outbox, resources.names)
+    return RedriveLoop(RedriveRunner(RedriveStore(resources.engine), advance, outbox), backoff_of(resources))
+
+
 def backoff_of(resources: Resources) -> Backoff:
     """The backoff of this deployment's background workers."""
     settings = resources.settings
@@ -179,6 +201,7 @@ def background_loops(resources: Resources, outbox: Outbox) -> list[BackgroundLoo
         ),
         *(scheduler if settings.scheduler_enabled else []),
         BackgroundLoop("held_release", release, settings.pause_refresh_seconds, backoff),
+        redrive_loop(resources, outbox),
     ]
 
 

@@ -25,7 +25,7 @@ class Case:
 
     method: str
     path: str
-    kind: str  # which of the owner's objects: job, artifact_job, dead_job, webhook, delivery, schedule, workflow
+    kind: str  # the owner's object: job, artifact_job, dead_job, webhook, delivery, schedule, workflow, redrive
     body: dict[str, Any] | None = None
 
     @property
@@ -53,6 +53,10 @@ MATRIX = [
     Case("PATCH", "/api/v1/schedules/{id}", "schedule", {"name": "taken over"}),
     Case("POST", "/api/v1/schedules/{id}/trigger", "schedule"),
     Case("GET", "/api/v1/workflows/{id}", "workflow"),
+    Case("GET", "/api/v1/dlq/redrives/{id}", "redrive"),
+    Case("POST", "/api/v1/dlq/redrives/{id}/pause", "redrive"),
+    Case("POST", "/api/v1/dlq/redrives/{id}/resume", "redrive"),
+    Case("POST", "/api/v1/dlq/redrives/{id}/cancel", "redrive"),
     Case("POST", "/api/v1/workflows/{id}/cancel", "workflow"),
     Case("POST", "/api/v1/webhooks/{id}/rotate-secret", "webhook"),
     Case("POST", "/api/v1/jobs/{id}/cancel", "job"),
@@ -75,6 +79,7 @@ MISSING = {
     "delivery": "msg_" + uuid.uuid4().hex,
     "schedule": str(uuid.uuid4()),
     "workflow": str(uuid.uuid4()),
+    "redrive": str(uuid.uuid4()),
 }
 SCHEDULE = {"name": "owned", "cron": "0 3 * * *", "job": {"job_type": "echo", "payload": {}}}
 WORKFLOW = {
@@ -83,6 +88,9 @@ WORKFLOW = {
         {"ref": "b", "job_type": "echo", "payload": {}, "depends_on": ["a"]},
     ]
 }
+
+# A redrive that takes nothing (no delivery has that event type): finished at once, it changes nothing.
+REDRIVE = {"kind": "deliveries", "event_type": "job.never", "limit": 10, "per_second": 1}
 
 
 def test_every_route_with_a_path_parameter_is_in_the_matrix(api: Api) -> None:
@@ -125,6 +133,8 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
     assert schedule.status_code == 201, schedule.text
     workflow = await api.client.post("/api/v1/workflows", json=WORKFLOW, headers=owner)
     assert workflow.status_code == 201, workflow.text
+    redrive = await api.client.post("/api/v1/dlq/redrives", json=REDRIVE, headers=owner)
+    assert redrive.status_code == 201, redrive.text
     batch = await api.client.post(
         "/api/v1/jobs/batch",
         json={"jobs": [{"job_type": "echo", "payload": {}, "concurrency": {"key": "owned", "limit": 1}}]},
@@ -153,6 +163,7 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         "delivery": delivery["id"],
         "schedule": schedule.json()["id"],
         "workflow": workflow.json()["id"],
+        "redrive": redrive.json()["id"],
     }
 
 
@@ -174,6 +185,7 @@ async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, 
         "/api/v1/dlq",
         "/api/v1/schedules",
         "/api/v1/workflows",
+        "/api/v1/dlq/redrives",
     ):
         answer = await api.client.get(path, headers=other)
         assert answer.status_code == 200 and answer.json()["items"] == [], path

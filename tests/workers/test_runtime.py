@@ -104,6 +104,7 @@ STEERING_AND_LOOPS = [
     "retention",
     "scheduler",
     "held_release",
+    "redrives",
 ]
 
 
@@ -117,7 +118,7 @@ async def test_a_worker_process_starts_its_loops_and_metrics_before_the_worker_s
             "job_worker",
         ]
         assert "metrics_server" not in runtime.workers
-        assert [worker.kind for worker in runtime.workers.values()] == [WorkerKind.BACKGROUND] * 7 + [WorkerKind.JOB]
+        assert [worker.kind for worker in runtime.workers.values()] == [WorkerKind.BACKGROUND] * 8 + [WorkerKind.JOB]
 
 
 @pytest.fixture

@@ -118,8 +118,17 @@ class JobStore(Protocol):
     async def queue_due(self, now: datetime, limit: int) -> tuple[list[JobRow], list[Pending]]:
         """Due scheduled jobs -> queued with their messages; the jobs and what to publish."""
 
-    async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
-        """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event."""
+    async def replay(
+        self, conn: AsyncConnection, job: JobRow, detail: Mapping[str, Any] | None = None
+    ) -> tuple[JobRow, list[Pending]] | None:
+        """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event;
+        `detail` joins its `replayed` audit row's."""
+
+    async def replay_all(
+        self, conn: AsyncConnection, jobs: list[JobRow], detail: Mapping[str, Any] | None = None
+    ) -> tuple[list[JobRow], list[Pending]]:
+        """`replay` for many jobs at once: those moved, and their messages and events; the caller rolls back when
+        some did not move (their audit rows are written)."""
 
     async def cancel(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """A job that has not started (as last read) -> cancelled; held or not, it is never released: the job,

@@ -237,17 +237,28 @@ class PortableJobs:
             messages = await self.outbox.stage(conn, [job_outgoing(self.names, JobMessage.from_row(j)) for j in jobs])
         return jobs, [*messages, *events]
 
-    async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
-        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message."""
-        trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
-        await self.audit(conn, [_trail_row(job["id"], TrailEvent.REPLAYED, trail)])
+    async def replay(
+        self, conn: AsyncConnection, job: JobRow, detail: Mapping[str, Any] | None = None
+    ) -> tuple[JobRow, list[Pending]] | None:
+        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message; `detail`
+        joins its `replayed` audit row's (a redrive's id)."""
+        queued, staged = await self.replay_all(conn, [job], detail)
+        return (queued[0], staged) if queued else None
+
+    async def replay_all(
+        self, conn: AsyncConnection, jobs: list[JobRow], detail: Mapping[str, Any] | None = None
+    ) -> tuple[list[JobRow], list[Pending]]:
+        """`replay` for many jobs, a statement for each step: those moved, with their messages and events. The
+        audit rows are written for all: the caller rolls its transaction back when some did not move."""
+        trail = [_trail_row(job["id"], TrailEvent.REPLAYED, _replayed(job, detail)) for job in jobs]
+        await self.audit(conn, trail)
         values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
-        moves = await self.cas(conn, steps.REPLAY, [Change(job, values)])
-        if not moves:
-            return None
-        ((queued, event),) = await self.record(conn, moves)
-        (message,) = await self.outbox.stage(conn, [job_outgoing(self.names, JobMessage.from_row(queued))])
-        return queued, [message, event, *await self.settle(conn, moves)]
+        moves = await self.cas(conn, steps.REPLAY, [Change(job, values) for job in jobs])
+        moved = await self.record(conn, moves)
+        outgoing = [job_outgoing(self.names, JobMessage.from_row(queued)) for queued, _ in moved]
+        messages = await self.outbox.stage(conn, outgoing) if outgoing else []
+        events = [event for _, event in moved]
+        return [queued for queued, _ in moved], [*messages, *events, *await self.settle(conn, moves)]
 
     async def cancel(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """A job that has not started (as last read) -> cancelled; held or not, it is never released: the job,
@@ -340,6 +351,17 @@ def cancel_request(tokens: dict[str, int], now: datetime) -> Update:
         .values(cancel_requested_at=func.coalesce(JOBS.c.cancel_requested_at, now))
         .returning(*JOBS.c)
     )
+
+
+def _replayed(job: JobRow, detail: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A `replayed` audit row's detail: the move, the budget it leaves behind, and what the caller adds."""
+    return {
+        "from": job["status"],
+        "to": str(S.QUEUED),
+        "attempt": job["attempts"],
+        "runs": job["runs"],
+        **(detail or {}),
+    }
 
 
 def _trail_row(job_id: str, event: str, detail: dict[str, Any]) -> TrailRow:

@@ -5,6 +5,7 @@ import * as dlq from "./pages/dlq.js";
 import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
 import * as overview from "./pages/overview.js";
+import * as redrives from "./pages/redrives.js";
 import * as schedules from "./pages/schedules.js";
 import * as webhook from "./pages/webhook.js";
 import * as webhooks from "./pages/webhooks.js";
@@ -20,6 +21,7 @@ const ROUTES = [
   [/^\/workflows\/([^/]+)$/, workflow, "workflows"],
   [/^\/schedules$/, schedules, "schedules"],
   [/^\/dlq$/, dlq, "dlq"],
+  [/^\/dlq\/redrives$/, redrives, "dlq"],
   [/^\/webhooks$/, webhooks, "webhooks"],
   [/^\/webhooks\/([^/]+)$/, webhook, "webhooks"],
   [/^\/workers$/, workers, "workers"],

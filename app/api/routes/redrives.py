@@ -1,0 +1,80 @@
+"""Throttled redrives: dead jobs or failed deliveries sent again, at most R a second, pausable, resumable."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
+from app.api.errors import ApiError, not_found
+from app.core.statuses import RedriveStatus
+from app.schemas.redrive import RedriveIn, RedriveOut, RedrivePage
+from app.services.redrives import NotAllowed, answer
+
+router = APIRouter(prefix="/api/v1/dlq/redrives", tags=["dead-letter queue"])
+Action = Literal["pause", "resume", "cancel"]
+
+
+@router.post("", status_code=201, response_model=RedriveOut, summary="Start a throttled redrive")
+async def start_redrive(body: RedriveIn, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """Send dead jobs (`kind: jobs`, by `group`, `job_type` or `job_ids`) or failed deliveries (`kind:
+    deliveries`, by `webhook_id` or `event_type`) again, oldest failure first, at most `per_second` a second and
+    `limit` in all. The items are taken now; each is sent once, even across a restart."""
+    return RedriveOut.model_validate(answer(await state.redrives.start(principal, body)))
+
+
+@router.get("", response_model=RedrivePage, summary="List redrives")
+async def list_redrives(
+    state: StateDep,
+    principal: PrincipalDep,
+    status: Annotated[RedriveStatus | None, Query()] = None,
+    limit: LimitQuery = PAGE_SIZE,
+    cursor: CursorQuery = None,
+) -> RedrivePage:
+    """Your redrives (an admin's key: every redrive), newest first, each with its progress and history."""
+    rows, after = await state.redrives.page(principal, status, limit, cursor)
+    return RedrivePage(items=[RedriveOut.model_validate(answer(row)) for row in rows], next_cursor=after)
+
+
+@router.get("/{redrive_id}", response_model=RedriveOut, summary="One redrive")
+async def get_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """The redrive's progress (`replayed` and `skipped` of `total`), status and history."""
+    row = await state.redrives.one(principal, redrive_id)
+    if row is None:
+        raise not_found("redrive")
+    return RedriveOut.model_validate(answer(row))
+
+
+async def _act(redrive_id: str, action: Action, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    try:
+        row = await state.redrives.act(principal, redrive_id, action)
+    except NotAllowed as refused:
+        detail = f"A {refused.status} redrive cannot be {ACTED[action]}; see its status and history."
+        raise ApiError(409, "not_allowed", detail, redrive_status=refused.status) from None
+    if row is None:
+        raise not_found("redrive")
+    return RedriveOut.model_validate(answer(row))
+
+
+ACTED = {
+    "pause": "paused (only a running one can)",
+    "resume": "resumed (only a paused one can)",
+    "cancel": "cancelled (it has ended)",
+}
+
+
+@router.post("/{redrive_id}/pause", response_model=RedriveOut, summary="Pause a redrive")
+async def pause_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """Stop sending its items (within a second or two); `resume` carries on where it stopped."""
+    return await _act(redrive_id, "pause", state, principal)
+
+
+@router.post("/{redrive_id}/resume", response_model=RedriveOut, summary="Resume a paused redrive")
+async def resume_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """Carry on sending its items, from where it stopped, at its pace."""
+    return await _act(redrive_id, "resume", state, principal)
+
+
+@router.post("/{redrive_id}/cancel", response_model=RedriveOut, summary="Cancel a redrive")
+async def cancel_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """End it for good; the items it sent stay sent, the rest are left as they are."""
+    return await _act(redrive_id, "cancel", state, principal)
