@@ -9,6 +9,7 @@ from app.services.api_keys import ApiKeyService
 from app.services.artifacts import ArtifactService
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
+from app.services.dlq_groups import DlqGroups
 from app.services.job_type_breakers import JobTypeBreakers
 from app.services.job_types import JobTypeService
 from app.services.jobs import JobService
@@ -42,8 +43,10 @@ class ApiState:
     waiting: Waiting = field(init=False)
     schedules: ScheduleService = field(init=False)
     workflows: WorkflowService = field(init=False)
+    dlq_groups: DlqGroups = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
         self.schedules = ScheduleService(self.resources.stores.schedules, self.jobs)
         self.workflows = WorkflowService(self.jobs, self.dlq.stops)
+        self.dlq_groups = DlqGroups(self.resources.engine)

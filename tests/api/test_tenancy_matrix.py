@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from app.core.failure_groups import group_of
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhooks.worker import WebhookWorker
 from tests.receiver import Receiver
@@ -25,7 +26,7 @@ class Case:
 
     method: str
     path: str
-    kind: str  # which of the owner's objects: job, artifact_job, dead_job, webhook, delivery, schedule, workflow
+    kind: str  # the owner's: job, artifact_job, dead_job, webhook, delivery, schedule, workflow, group (its dead job's)
     body: dict[str, Any] | None = None
 
     @property
@@ -52,10 +53,12 @@ MATRIX = [
     Case("PATCH", "/api/v1/schedules/{id}", "schedule", {"name": "taken over"}),
     Case("POST", "/api/v1/schedules/{id}/trigger", "schedule"),
     Case("GET", "/api/v1/workflows/{id}", "workflow"),
+    Case("GET", "/api/v1/dlq/groups/{id}", "group"),
     Case("POST", "/api/v1/workflows/{id}/cancel", "workflow"),
     Case("POST", "/api/v1/webhooks/{id}/rotate-secret", "webhook"),
     Case("POST", "/api/v1/jobs/{id}/cancel", "job"),
     Case("POST", "/api/v1/jobs/{id}/retry", "dead_job"),
+    Case("POST", "/api/v1/dlq/{id}/replay", "dead_job", {"payload": {"fail_times": 0}}),
     Case("DELETE", "/api/v1/webhooks/{id}", "webhook"),
     Case("DELETE", "/api/v1/schedules/{id}", "schedule"),
 ]
@@ -74,6 +77,7 @@ MISSING = {
     "delivery": "msg_" + uuid.uuid4().hex,
     "schedule": str(uuid.uuid4()),
     "workflow": str(uuid.uuid4()),
+    "group": "0123456789abcdef",
 }
 SCHEDULE = {"name": "owned", "cron": "0 3 * * *", "job": {"job_type": "echo", "payload": {}}}
 WORKFLOW = {
@@ -136,7 +140,8 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         await api.submit(owner, job_type="flaky", payload={"fail_times": 9, "permanent": True}, max_retries=0)
     ).json()
     assert (await until_status(api, owner, document["id"], 60))["status"] == "succeeded"
-    assert (await until_status(api, owner, dead["id"]))["status"] == "dead_lettered"
+    died = await until_status(api, owner, dead["id"])
+    assert died["status"] == "dead_lettered"
     assert (await until_status(api, owner, job_id))["status"] == "succeeded"
 
     async def delivered() -> list[dict[str, Any]]:
@@ -152,6 +157,7 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         "delivery": delivery["id"],
         "schedule": schedule.json()["id"],
         "workflow": workflow.json()["id"],
+        "group": group_of("flaky", died["error"]),
     }
 
 
@@ -181,6 +187,10 @@ async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, 
     assert stats["dead_lettered"] == 0 and stats["by_job_type"] == {}
     replay = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [objects["dead_job"]]}, headers=other)
     assert replay.json() == {"replayed": 0, "job_ids": []}
+    replay = await api.client.post("/api/v1/dlq/replay", json={"group": objects["group"]}, headers=other)
+    assert replay.json() == {"replayed": 0, "job_ids": []}
+    assert (await api.client.get("/api/v1/dlq/groups", headers=other)).json()["items"] == []
+    assert (await api.client.get(f"/api/v1/dlq?group={objects['group']}", headers=other)).json()["items"] == []
     # The other client's own endpoint and job: their logs and deliveries hold nothing of the owner's.
     hook = (await api.client.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/x"}, headers=other)).json()
     recovered = await api.client.post(f"/api/v1/webhooks/{hook['id']}/recover", json=SINCE, headers=other)

@@ -19,7 +19,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Finished, Moved, NewJobs, Outcome, Renewed, holds
+from app.stores.jobs import Edit, Finished, Moved, NewJobs, Outcome, Renewed, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.jobs.progress import progress_update
 from app.stores.outbox import Pending
@@ -237,11 +237,18 @@ class PortableJobs:
             messages = await self.outbox.stage(conn, [job_outgoing(self.names, JobMessage.from_row(j)) for j in jobs])
         return jobs, [*messages, *events]
 
-    async def replay(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
-        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message."""
+    async def replay(
+        self, conn: AsyncConnection, job: JobRow, edit: Edit | None = None
+    ) -> tuple[JobRow, list[Pending]] | None:
+        """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message; with
+        `edit`, its new payload in the same compare-and-set, and its `edited` row before its `replayed` one."""
         trail = {"from": job["status"], "to": str(S.QUEUED), "attempt": job["attempts"], "runs": job["runs"]}
-        await self.audit(conn, [_trail_row(job["id"], TrailEvent.REPLAYED, trail)])
-        values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
+        rows = [_trail_row(job["id"], TrailEvent.REPLAYED, trail)]
+        values: dict[str, Any] = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
+        if edit is not None:
+            rows.insert(0, _trail_row(job["id"], TrailEvent.EDITED, edit.detail))
+            values.update(payload=edit.payload, sealed=edit.sealed)
+        await self.audit(conn, rows)
         moves = await self.cas(conn, steps.REPLAY, [Change(job, values)])
         if not moves:
             return None
