@@ -50,13 +50,7 @@ class DlqGroups:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Groups of the caller's dead jobs, biggest first (ties: seen last, latest first), and the cursor to
         the next page when more may follow."""
-        query = _counted(principal)
-        if job_type:
-            query = query.where(JOBS.c.job_type == job_type)
-        if cursor:
-            query = query.having(_after(_decode(cursor)))
-        query = query.order_by(group_count.desc(), group_last.desc(), JOBS.c.job_type, group_key).limit(limit + 1)
-        groups = await self._with_examples(principal, query)
+        groups = await self._with_examples(principal, page_query(principal, job_type, limit + 1, cursor))
         if len(groups) <= limit:
             return groups, None
         last = groups[limit - 1]
@@ -78,6 +72,17 @@ class DlqGroups:
             )
             examples = {row.id: row._mapping for row in await conn.execute(examples_query)} if ids else {}
         return [_group(row, examples.get(row["example_id"])) for row in counted]
+
+
+def page_query(principal: Principal, job_type: str | None, limit: int, cursor: str | None) -> Select[Any]:
+    """The GROUP BY of one page: `limit` groups after `cursor`'s, in the page order (bench/dlq_groups.py explains
+    it)."""
+    query = _counted(principal)
+    if job_type:
+        query = query.where(JOBS.c.job_type == job_type)
+    if cursor:
+        query = query.having(_after(_decode(cursor)))
+    return query.order_by(group_count.desc(), group_last.desc(), JOBS.c.job_type, group_key).limit(limit)
 
 
 def _counted(principal: Principal) -> Select[Any]:
