@@ -85,9 +85,19 @@ let toastTimer;
 export function notify(message, kind = "ok") {
   const toast = document.getElementById("toast");
   toast.textContent = message;
+  toast.dataset.page = window.location.hash; // the page it was given on: leaving it clears it (`forget`)
   toast.className = `toast shown ${kind}`;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => (toast.className = "toast"), 6000);
+}
+
+// A notice does not follow you to another page: main.js calls this on each navigation.
+export function forget() {
+  const toast = document.getElementById("toast");
+  if (toast.dataset.page === window.location.hash) return;
+  clearTimeout(toastTimer);
+  toast.className = "toast";
+  toast.textContent = "";
 }
 
 // Run an action from a button: confirm it when asked, show the API's sentence when it fails.

@@ -1,6 +1,6 @@
 // Sign-in, the navigation, and which page draws the view for the current #/path.
 import { api, session } from "./api.js";
-import { errorLine, replace } from "./dom.js";
+import { errorLine, forget, replace } from "./dom.js";
 import * as dlq from "./pages/dlq.js";
 import * as job from "./pages/job.js";
 import * as jobs from "./pages/jobs.js";
@@ -36,6 +36,7 @@ function location() {
 
 async function show() {
   current?.abort();
+  forget();
   if (!who) return;
   current = new AbortController();
   const { path, params } = location();
