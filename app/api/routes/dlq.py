@@ -74,8 +74,9 @@ async def failure_groups(
     limit: LimitQuery = PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> FailureGroupPage:
-    """Dead jobs grouped by failure (job type, error class and the message with ids, numbers, times and quoted
-    values masked), biggest group first (ties: the latest last seen first), each with an example job."""
+    """Dead jobs grouped by failure, biggest group first: a group is a job type, an error class and the message with
+    its ids, numbers, times and quoted values masked; each comes with its count, first and last seen and an example
+    job (ties: the one seen last first). Your jobs only; an admin's, every client's."""
     groups, next_cursor = await state.dlq_groups.page(principal, job_type, limit, cursor)
     return FailureGroupPage(items=[FailureGroupOut.model_validate(g) for g in groups], next_cursor=next_cursor)
 
