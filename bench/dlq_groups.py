@@ -151,8 +151,9 @@ async def _plan(h: Harness, who: str) -> str:
     [plan] = json.loads(await h.db.pool.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}"))
     scans = [node for node in _nodes(plan["Plan"]) if node.get("Relation Name") == "jobs"]
     described = ", ".join(
-        f"{node['Node Type']} using {node.get('Index Name', '-')} ({node['Actual Rows']} rows, heap fetches "
-        f"{node.get('Heap Fetches', 'n/a')})"
+        f"{'Parallel ' if node.get('Parallel Aware') else ''}{node['Node Type']}"
+        f"{' using ' + node['Index Name'] if 'Index Name' in node else ''} ({node['Actual Rows']} rows x "
+        f"{node['Actual Loops']} loops, heap fetches {node.get('Heap Fetches', 'n/a')})"
         for node in scans
     )
     return f"{described}; {plan['Execution Time']:.1f} ms in the database"
