@@ -1,11 +1,13 @@
 """The DLQ's failure groups (GET /api/v1/dlq/groups, /groups/{id}, /dlq?group=), replaying a group, and editing a
 dead job's payload as it is replayed (POST /api/v1/dlq/{job_id}/replay)."""
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 from standardwebhooks.webhooks import Webhook
 from starlette.responses import Response
@@ -15,7 +17,7 @@ from app.core.masking import MASK
 from app.core.messages import loads
 from app.core.secret_box import SecretBox
 from app.models.tables import JOBS
-from app.services.dlq_groups import DlqGroups
+from app.services.dlq_groups import DlqGroups, page_query
 from app.services.tenancy import Principal
 from app.workers.jobs.worker import JobWorker
 from tests.api.test_tenancy_matrix import MISSING
@@ -278,3 +280,24 @@ def _dead_row(client: str, job_type: str, message: str, at: datetime, group: str
 
 def _at(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+async def test_a_clients_groups_are_an_index_only_scan_of_the_dead_jobs_index(db: AsyncEngine) -> None:
+    client = "groups-plan-" + uuid.uuid4().hex[:8]
+    rows = [_dead_row(client, "echo", f"boom {i % 7} after {i}", T0 + timedelta(seconds=i)) for i in range(2000)]
+    others = [make_job(T0, status="succeeded", finished_at=T0) for _ in range(2000)]
+    async with db.begin() as conn:
+        await conn.execute(insert(JOBS), rows + others)
+    async with db.connect() as conn:
+        await (await conn.execution_options(isolation_level="AUTOCOMMIT")).exec_driver_sql("VACUUM ANALYZE jobs")
+    statement = page_query(Principal(None, client, False), None, 51, None)
+    sql = str(statement.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    async with db.connect() as conn:
+        plan = (await conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}")).scalar_one()
+    scans = _nodes((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
+    reads = {(node["Node Type"], node.get("Index Name")) for node in scans if node.get("Relation Name") == "jobs"}
+    assert reads == {("Index Only Scan", "ix_jobs_failure_group")}
+
+
+def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [node, *(found for child in node.get("Plans", []) for found in _nodes(child))]
