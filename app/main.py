@@ -149,7 +149,7 @@ def api_state(resources: Resources, outbox: Outbox, feed: EventFeed, inbox: Repl
             deliveries,
         ),
         deliveries=deliveries,
-        dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, stops, failpoints),
+        dlq=DlqService(resources.engine, resources.stores.jobs, outbox, names, stops, failpoints, box),
         artifacts=artifact_service(resources),
         limiter=RateLimiter(resources.redis_batch, names, settings.rate_limit_per_minute),
         breakers=job_type_breakers(resources),

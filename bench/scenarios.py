@@ -27,6 +27,8 @@ it started and returns table rows.
   batch's.
 - cancel (bench/cancel.py): running jobs cancelled one at a time, a `sleep` (its task cancelled) and an `image`
   job in the CPU pool (its process killed): cancel -> cancelled, p50 and p99.
+- dlq-groups (bench/dlq_groups.py): `GET /api/v1/dlq/groups` over 100,000 dead jobs in 400 failure groups of
+  five clients, beside a plain `GET /api/v1/dlq`, with the admin key and a client's: p50 and p95 of each.
 - overload (bench/overload.py): 300 closed-loop clients for a minute against one API process: what it
   answered, its latency, and whether every accepted job was saved.
 - scaling (bench/scaling.py): the drain with 1, 2 and 4 job-worker processes and the ingest with 1 and 2 API
@@ -40,6 +42,7 @@ it started and returns table rows.
 from collections.abc import Awaitable, Callable
 
 from bench.cancel import cancel
+from bench.dlq_groups import dlq_groups
 from bench.end_to_end import end_to_end
 from bench.flow import flow
 from bench.harness import Harness
@@ -73,6 +76,7 @@ SCENARIOS: dict[str, Scenario] = {
     "noisy": noisy,
     "workflows": workflows,
     "cancel": cancel,
+    "dlq-groups": dlq_groups,
     "overload": overload,
     "scaling": scaling,
     "soak": soak,

@@ -33,6 +33,8 @@ class Sizes:
     workflow_submit_jobs: int  # jobs in each of its submits (a workflow, a batch)
     workflow_submit_rounds: int  # rounds of its submits, each kind once a round
     cancel_rounds: int  # running jobs of each handler (sleep, image) the cancel scenario cancels, one at a time
+    dlq_dead_jobs: int  # dead jobs the dlq-groups scenario groups
+    dlq_calls: int  # rounds of its timed calls (groups and plain list, admin and client key)
     scale_jobs: int  # jobs per drain of the scaling scenario (1, 2, 4 worker processes; classic and quorum)
     scale_max_workers: int  # the most job-worker processes a scaling drain runs (of 1, 2, 4)
     soak_jobs: int
@@ -73,6 +75,8 @@ FULL = Sizes(
     workflow_submit_jobs=500,
     workflow_submit_rounds=21,
     cancel_rounds=40,
+    dlq_dead_jobs=100_000,
+    dlq_calls=20,
     scale_jobs=6000,
     scale_max_workers=4,
     soak_jobs=50_000,
@@ -109,6 +113,8 @@ QUICK = Sizes(
     workflow_submit_jobs=100,
     workflow_submit_rounds=3,
     cancel_rounds=3,
+    dlq_dead_jobs=5000,
+    dlq_calls=5,
     scale_jobs=300,
     scale_max_workers=2,
     soak_jobs=1000,

@@ -162,3 +162,17 @@ async def urls_safe(state: ApiState, requests: Sequence[JobOptions], batch: bool
             raise ApiError(422, "unsafe_url", f"Item {index}: {outcome}", index=index, errors=errors)
         if isinstance(outcome, BaseException):
             raise outcome
+
+
+async def edited_payload(state: ApiState, job_type: str, payload: Any) -> Any:
+    """A dead job's new payload checked as a submit of its job type checks one: its JSON as it will be stored,
+    or a 422 with each `loc` under body.payload (and an unsafe URL it would call refused)."""
+    if job_type not in PAYLOADS:
+        detail = (
+            f"No job type {job_type!r} is installed here, so a new payload for it cannot be checked; install it, "
+            "or replay the job without a payload."
+        )
+        raise ApiError(422, "unknown_job_type", detail)
+    request = job_request({"job_type": job_type, "payload": payload})
+    await urls_safe(state, [request])
+    return request.payload.model_dump(mode="json")

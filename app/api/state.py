@@ -9,6 +9,7 @@ from app.services.api_keys import ApiKeyService
 from app.services.artifacts import ArtifactService
 from app.services.deliveries import DeliveryService
 from app.services.dlq import DlqService
+from app.services.dlq_groups import DlqGroups
 from app.services.endpoint_circuits import endpoint_circuits
 from app.services.job_type_breakers import JobTypeBreakers
 from app.services.job_types import JobTypeService
@@ -52,6 +53,7 @@ class ApiState:
     overview: OverviewService = field(init=False)
     queue_rates: QueueRates = field(init=False)
     redrives: RedriveService = field(init=False)
+    dlq_groups: DlqGroups = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiting = Waiting(self.jobs, self.replies)
@@ -64,3 +66,4 @@ class ApiState:
         )
         self.queue_rates = QueueRates(settings.rabbitmq_management_url)
         self.redrives = RedriveService(RedriveStore(self.resources.engine))
+        self.dlq_groups = DlqGroups(self.resources.engine)

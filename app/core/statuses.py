@@ -85,6 +85,7 @@ class TrailEvent(StrEnum):
 
     CREATED = "created"  # the job's first entry: saved, before any status change
     REPLAYED = "replayed"  # sent back to work from the DLQ
+    EDITED = "edited"  # its payload changed in the DLQ as it was replayed (detail: by, admin, before, after)
     DELIVERY = "delivery"  # one webhook delivery's outcome
     HELD = "held"  # held back in the database (detail.reason), its message acked until its release
     THROTTLED = "throttled"  # first held back by its concurrency key or rate window (detail.key, detail.reason)

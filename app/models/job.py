@@ -23,7 +23,7 @@ def partial_index(name: str, where: str, *columns: str, unique: bool = False) ->
 # indexes use these very texts (stores/flow/fair.py, stores/flow/postgres.py), so the planner matches them.
 IN_LANE_WHERE = "status IN ('pending', 'queued') AND held IS NULL"
 WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
-# The overview's indexes (migration 0018); its statements repeat these texts so the planner matches them.
+# The overview's indexes (migration 0017); its statements repeat these texts so the planner matches them.
 FINISHED_WHERE = "finished_at IS NOT NULL"
 RETRYING_WHERE = "event = 'retrying'"
 DEAD_WHERE = "status = 'dead_lettered'"

@@ -1,5 +1,6 @@
 """The dead-letter queue as a resource: list what died and why, replay it, retry one, cancel one."""
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -10,15 +11,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core import metrics
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.names import Names
+from app.core.secret_box import SecretBox
 from app.core.statuses import JobStatus
 from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.services import job_log
 from app.services.outbox import Outbox
+from app.services.payload_secrets import NO_KEY, kept, opened, sealed
 from app.services.run_stops import RunStops
 from app.services.tenancy import Principal, visible_to
 from app.stores import steps
-from app.stores.jobs import JobStore
+from app.stores.jobs import Edit, JobStore
 from app.stores.outbox import Pending
 from app.stores.pagination import newest_first
 
@@ -30,6 +33,8 @@ CANCELLABLE = steps.CANCEL.sources
 # the last try locks the row before reading it, so on PostgreSQL (and on SQLite, whose write transactions are
 # serial) no stream of such changes can keep a cancellable job from being cancelled.
 CANCEL_TRIES = 3
+# A new payload as a submit would check it, by job type: its JSON as it will be stored, or the 422 that refuses it.
+Check = Callable[[str, Any], Awaitable[Any]]
 
 
 class NotDeadLettered(Exception):
@@ -62,14 +67,18 @@ class DlqService:
     names: Names
     stops: RunStops
     failpoints: Failpoints = field(default_factory=Failpoints)
+    box: SecretBox = NO_KEY  # opens and seals the credentials of an edited payload
 
     async def page(
-        self, principal: Principal, job_type: str | None, limit: int, cursor: str | None
+        self, principal: Principal, job_type: str | None, limit: int, cursor: str | None, group: str | None = None
     ) -> tuple[list[JobRow], str | None]:
-        """Dead-lettered jobs, newest first, and the cursor to the next page when more may follow."""
+        """Dead-lettered jobs (of one failure group, with `group`), newest first, and the cursor to the next page
+        when more may follow."""
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
+        if group is not None:
+            query = query.where(JOBS.c.failure_group == group)
         rows, after = await newest_first(self.engine, JOBS, query, limit, cursor, "dlq")
         return [job_row(row) for row in rows], after
 
@@ -88,18 +97,26 @@ class DlqService:
         return {"dead_lettered": sum(by_type.values()), "by_job_type": by_type, "by_reason": by_reason}
 
     async def replay(
-        self, principal: Principal, job_ids: list[str] | None, job_type: str | None, limit: int
+        self,
+        principal: Principal,
+        job_ids: list[str] | None,
+        job_type: str | None,
+        limit: int,
+        group: str | None = None,
     ) -> list[str]:
-        """Send dead jobs back to work, oldest first, each in its own transaction: a crash half-way loses
-        nothing (the outbox holds what was committed) and a second run replays nothing twice."""
+        """Send dead jobs (of one failure group, with `group`) back to work, oldest first, each in its own
+        transaction: a crash half-way loses nothing (the outbox holds what was committed) and a second run
+        replays nothing twice."""
         # No job's id or type holds a NUL, which PostgreSQL cannot even compare: such a name matches nothing.
-        if NUL in (job_type or ""):
+        if NUL in (job_type or "") or NUL in (group or ""):
             return []
         query = select(JOBS).where(visible_to(JOBS, principal), JOBS.c.status == S.DEAD_LETTERED)
         if job_ids is not None:
             query = query.where(JOBS.c.id.in_([job_id for job_id in job_ids if NUL not in job_id]))
         if job_type:
             query = query.where(JOBS.c.job_type == job_type)
+        if group is not None:
+            query = query.where(JOBS.c.failure_group == group)
         query = query.order_by(JOBS.c.created_at, JOBS.c.id).limit(limit)
         async with self.engine.connect() as conn:
             candidates = [job_row(r._mapping) for r in await conn.execute(query)]
@@ -118,20 +135,39 @@ class DlqService:
         job = await self._visible(principal, job_id)
         if job is None:
             return None
-        replayed = await self._replay_one(job) if job["status"] == S.DEAD_LETTERED else None
-        if replayed is None:
-            if job["status"] == S.DEAD_LETTERED and await self._visible(principal, job_id) is None:
-                return None  # retention deleted it since it was read
+        return await self._replay_read(principal, job)
+
+    async def edit(self, principal: Principal, job_id: str, payload: Any, check: Check) -> JobRow | None:
+        """Replay one job with a new payload, checked by `check` as a submit checks one (its values left as they
+        were shown keep the credentials they hid), its credentials sealed; the change and the replay in one
+        transaction with an `edited` audit row. None and NotDeadLettered as `retry`."""
+        job = await self._visible(principal, job_id)
+        if job is None:
+            return None
+        if job["status"] != S.DEAD_LETTERED:
             raise NotDeadLettered(job_id)
+        whole = kept(payload, job["payload"], opened(job["payload"], job["sealed"], self.box))
+        shown, sealed_credentials = sealed(job["job_type"], await check(job["job_type"], whole), self.box)
+        detail = {"by": principal.client_id, "admin": principal.admin, "before": job["payload"], "after": shown}
+        return await self._replay_read(principal, job, Edit(shown, sealed_credentials, detail))
+
+    async def _replay_read(self, principal: Principal, job: JobRow, edit: Edit | None = None) -> JobRow | None:
+        """Replay a job as read: the job queued, None when it is gone since, NotDeadLettered when it is not dead."""
+        replayed = await self._replay_one(job, edit) if job["status"] == S.DEAD_LETTERED else None
+        if replayed is None:
+            if job["status"] == S.DEAD_LETTERED and await self._visible(principal, job["id"]) is None:
+                return None  # retention deleted it since it was read
+            raise NotDeadLettered(job["id"])
         queued, staged = replayed
         await self.outbox.publish(staged)
         return queued
 
-    async def _replay_one(self, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
-        """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message, in one tx."""
+    async def _replay_one(self, job: JobRow, edit: Edit | None = None) -> tuple[JobRow, list[Pending]] | None:
+        """dead_lettered -> queued by compare-and-set, attempts reset (never runs), with its message (and its
+        edit), in one tx."""
         try:
             async with self.jobs.transaction() as conn:
-                replayed = await self.jobs.replay(conn, job)
+                replayed = await self.jobs.replay(conn, job, edit=edit)
                 if replayed is None:
                     raise _Lost
         except _Lost:

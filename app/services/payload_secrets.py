@@ -53,3 +53,13 @@ def _overlay(base: Any, over: Any) -> Any:
     if not isinstance(base, Mapping) or not isinstance(over, Mapping):
         return over
     return {**base, **{name: _overlay(base.get(name), value) for name, value in over.items()}}
+
+
+def kept(edit: Any, shown: Any, whole: Any) -> Any:
+    """An edit of a stored payload with each value left as it was shown (a `***`, a URL with its credentials
+    masked) standing for what it hid: `shown` is the stored payload, `whole` the same opened."""
+    if edit == shown:
+        return whole
+    if not (isinstance(edit, Mapping) and isinstance(shown, Mapping) and isinstance(whole, Mapping)):
+        return edit
+    return {name: kept(value, shown[name], whole.get(name)) if name in shown else value for name, value in edit.items()}

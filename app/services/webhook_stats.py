@@ -1,6 +1,6 @@
 """An endpoint's health over the last hour or day: its deliveries by status, its attempts' success rate and
 latency, its last error, its circuit and what it has in flight. Every figure reads the deliveries made in the
-window (by `ix_deliveries_endpoint_created`, migration 0020) and their attempts, so a call costs what the window
+window (by `ix_deliveries_endpoint_created`, migration 0018) and their attempts, so a call costs what the window
 holds, not what the endpoint ever sent."""
 
 import math

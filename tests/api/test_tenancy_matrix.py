@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from app.core.failure_groups import group_of
 from app.workers.jobs.worker import JobWorker
 from app.workers.webhooks.worker import WebhookWorker
 from tests.receiver import Receiver
@@ -25,7 +26,8 @@ class Case:
 
     method: str
     path: str
-    kind: str  # the owner's object: job, artifact_job, dead_job, webhook, delivery, schedule, workflow, redrive
+    kind: str  # the owner's: job, artifact_job, dead_job, webhook, delivery, schedule, workflow, redrive, group (its
+    # dead job's)
     body: dict[str, Any] | None = None
 
     @property
@@ -57,10 +59,12 @@ MATRIX = [
     Case("POST", "/api/v1/dlq/redrives/{id}/pause", "redrive"),
     Case("POST", "/api/v1/dlq/redrives/{id}/resume", "redrive"),
     Case("POST", "/api/v1/dlq/redrives/{id}/cancel", "redrive"),
+    Case("GET", "/api/v1/dlq/groups/{id}", "group"),
     Case("POST", "/api/v1/workflows/{id}/cancel", "workflow"),
     Case("POST", "/api/v1/webhooks/{id}/rotate-secret", "webhook"),
     Case("POST", "/api/v1/jobs/{id}/cancel", "job"),
     Case("POST", "/api/v1/jobs/{id}/retry", "dead_job"),
+    Case("POST", "/api/v1/dlq/{id}/replay", "dead_job", {"payload": {"fail_times": 0}}),
     Case("DELETE", "/api/v1/webhooks/{id}", "webhook"),
     Case("DELETE", "/api/v1/schedules/{id}", "schedule"),
 ]
@@ -80,6 +84,7 @@ MISSING = {
     "schedule": str(uuid.uuid4()),
     "workflow": str(uuid.uuid4()),
     "redrive": str(uuid.uuid4()),
+    "group": "0123456789abcdef",
 }
 SCHEDULE = {"name": "owned", "cron": "0 3 * * *", "job": {"job_type": "echo", "payload": {}}}
 WORKFLOW = {
@@ -147,7 +152,8 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         await api.submit(owner, job_type="flaky", payload={"fail_times": 9, "permanent": True}, max_retries=0)
     ).json()
     assert (await until_status(api, owner, document["id"], 60))["status"] == "succeeded"
-    assert (await until_status(api, owner, dead["id"]))["status"] == "dead_lettered"
+    died = await until_status(api, owner, dead["id"])
+    assert died["status"] == "dead_lettered"
     assert (await until_status(api, owner, job_id))["status"] == "succeeded"
 
     async def delivered() -> list[dict[str, Any]]:
@@ -164,6 +170,7 @@ async def _owned_objects(api: Api, owner: dict[str, str], receiver: Receiver) ->
         "schedule": schedule.json()["id"],
         "workflow": workflow.json()["id"],
         "redrive": redrive.json()["id"],
+        "group": group_of("flaky", died["error"]),
     }
 
 
@@ -194,6 +201,10 @@ async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, 
     assert stats["dead_lettered"] == 0 and stats["by_job_type"] == {}
     replay = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [objects["dead_job"]]}, headers=other)
     assert replay.json() == {"replayed": 0, "job_ids": []}
+    replay = await api.client.post("/api/v1/dlq/replay", json={"group": objects["group"]}, headers=other)
+    assert replay.json() == {"replayed": 0, "job_ids": []}
+    assert (await api.client.get("/api/v1/dlq/groups", headers=other)).json()["items"] == []
+    assert (await api.client.get(f"/api/v1/dlq?group={objects['group']}", headers=other)).json()["items"] == []
     # The other client's own endpoint and job: their logs and deliveries hold nothing of the owner's.
     hook = (await api.client.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/x"}, headers=other)).json()
     recovered = await api.client.post(f"/api/v1/webhooks/{hook['id']}/recover", json=SINCE, headers=other)

@@ -29,6 +29,7 @@ SCENARIOS = (
     "noisy",
     "workflows",
     "cancel",
+    "dlq-groups",
     "overload",
     "scaling",
     "soak",
@@ -77,6 +78,8 @@ def test_every_scenario_is_registered_in_order_with_quick_sizes_no_larger_than_f
     assert 0 < scenarios.QUICK.workflow_submit_jobs <= scenarios.FULL.workflow_submit_jobs <= 500  # a batch's most
     assert 1 < scenarios.QUICK.scale_max_workers <= scenarios.FULL.scale_max_workers
     assert 0 < scenarios.QUICK.cancel_rounds <= scenarios.FULL.cancel_rounds
+    assert 0 < scenarios.QUICK.dlq_dead_jobs <= scenarios.FULL.dlq_dead_jobs
+    assert 0 < scenarios.QUICK.dlq_calls <= scenarios.FULL.dlq_calls
 
 
 async def test_a_slow_receiver_verifies_then_answers_late_and_counts_what_it_holds() -> None:

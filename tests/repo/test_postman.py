@@ -61,6 +61,7 @@ def test_collection_is_postman_v21_with_its_variables() -> None:
         "schedule_id",
         "job_type",
         "redrive_id",
+        "group_id",
     }
     assert variables["base_url"] == "http://127.0.0.1:8000"
     assert collection["auth"]["bearer"] == [{"key": "token", "value": "{{api_key}}", "type": "string"}]

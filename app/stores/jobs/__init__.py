@@ -32,6 +32,15 @@ class NewJobs(NamedTuple):
     owners: list[str | None]
 
 
+class Edit(NamedTuple):
+    """A dead job's new payload, given as it is replayed: stored as shown (`***` for credentials) with its
+    credentials sealed, and its `edited` audit row's detail (who, and the payload before and after)."""
+
+    payload: Any
+    sealed: str | None
+    detail: dict[str, Any]
+
+
 class Finished(NamedTuple):
     """What a finish batch recorded: each outcome's event (None for one fenced out), and what followed the
     outcomes in their workflows (released jobs' messages, cancelled dependents' events, a workflow's end)."""
@@ -119,16 +128,25 @@ class JobStore(Protocol):
         """Due scheduled jobs -> queued with their messages; the jobs and what to publish."""
 
     async def replay(
-        self, conn: AsyncConnection, job: JobRow, detail: Mapping[str, Any] | None = None
+        self,
+        conn: AsyncConnection,
+        job: JobRow,
+        detail: Mapping[str, Any] | None = None,
+        edit: Edit | None = None,
     ) -> tuple[JobRow, list[Pending]] | None:
         """A dead-lettered job (as last read) -> queued, its budget reset: the job, its message and its event;
-        `detail` joins its `replayed` audit row's."""
+        `detail` joins its `replayed` audit row's; with `edit`, its payload replaced and the change in its audit
+        trail."""
 
     async def replay_all(
-        self, conn: AsyncConnection, jobs: list[JobRow], detail: Mapping[str, Any] | None = None
+        self,
+        conn: AsyncConnection,
+        jobs: list[JobRow],
+        detail: Mapping[str, Any] | None = None,
+        edit: Edit | None = None,
     ) -> tuple[list[JobRow], list[Pending]]:
         """`replay` for many jobs at once: those moved, and their messages and events; the caller rolls back when
-        some did not move (their audit rows are written)."""
+        some did not move (their audit rows are written). An `edit` is of one job."""
 
     async def cancel(self, conn: AsyncConnection, job: JobRow) -> tuple[JobRow, list[Pending]] | None:
         """A job that has not started (as last read) -> cancelled; held or not, it is never released: the job,

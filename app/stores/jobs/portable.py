@@ -19,7 +19,7 @@ from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Finished, Moved, NewJobs, Outcome, Renewed, holds
+from app.stores.jobs import Edit, Finished, Moved, NewJobs, Outcome, Renewed, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.jobs.progress import progress_update
 from app.stores.outbox import Pending
@@ -238,21 +238,35 @@ class PortableJobs:
         return jobs, [*messages, *events]
 
     async def replay(
-        self, conn: AsyncConnection, job: JobRow, detail: Mapping[str, Any] | None = None
+        self,
+        conn: AsyncConnection,
+        job: JobRow,
+        detail: Mapping[str, Any] | None = None,
+        edit: Edit | None = None,
     ) -> tuple[JobRow, list[Pending]] | None:
         """dead_lettered -> queued by compare-and-set, its budget reset (it never runs), with its message; `detail`
-        joins its `replayed` audit row's (a redrive's id)."""
-        queued, staged = await self.replay_all(conn, [job], detail)
+        joins its `replayed` audit row's (a redrive's id); with `edit`, its new payload in the same compare-and-set,
+        and its `edited` row before its `replayed` one."""
+        queued, staged = await self.replay_all(conn, [job], detail, edit)
         return (queued[0], staged) if queued else None
 
     async def replay_all(
-        self, conn: AsyncConnection, jobs: list[JobRow], detail: Mapping[str, Any] | None = None
+        self,
+        conn: AsyncConnection,
+        jobs: list[JobRow],
+        detail: Mapping[str, Any] | None = None,
+        edit: Edit | None = None,
     ) -> tuple[list[JobRow], list[Pending]]:
         """`replay` for many jobs, a statement for each step: those moved, with their messages and events. The
-        audit rows are written for all: the caller rolls its transaction back when some did not move."""
+        audit rows are written for all: the caller rolls its transaction back when some did not move. An `edit` is
+        of one job."""
         trail = [_trail_row(job["id"], TrailEvent.REPLAYED, _replayed(job, detail)) for job in jobs]
+        values: dict[str, Any] = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
+        if edit is not None:
+            (edited,) = jobs
+            trail.insert(0, _trail_row(edited["id"], TrailEvent.EDITED, edit.detail))
+            values.update(payload=edit.payload, sealed=edit.sealed)
         await self.audit(conn, trail)
-        values = {"attempts": 0, "dead_reason": None, "finished_at": None, "next_attempt_at": None}
         moves = await self.cas(conn, steps.REPLAY, [Change(job, values) for job in jobs])
         moved = await self.record(conn, moves)
         outgoing = [job_outgoing(self.names, JobMessage.from_row(queued)) for queued, _ in moved]

@@ -83,6 +83,7 @@ function trailItem(e) {
     h("span", { class: "event" }, e.event),
     move ? h("span", { class: "move" }, move) : null,
     "attempt" in detail ? h("span", { class: "hint" }, `attempt ${detail.attempt}`) : null,
+    e.event === "edited" ? h("span", { class: "hint by" }, `by ${detail.by}${detail.admin ? " (admin)" : ""}`) : null,
     h("time", { datetime: e.created_at }, when(e.created_at)),
     Object.keys(rest).length ? pretty(rest) : null,
   );

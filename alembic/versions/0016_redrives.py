@@ -2,7 +2,7 @@
 lease, the items it took when it was created, and
 its history.
 
-Revision ID: 0017
+Revision ID: 0016
 Revises: 0015
 Create Date: 2026-12-07
 """
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 from app.models.types import BigId, UTCDateTime
 
-revision: str = "0017"
+revision: str = "0016"
 down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

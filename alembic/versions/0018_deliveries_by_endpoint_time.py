@@ -3,8 +3,8 @@
 endpoint_id alone, whose every use it serves as its leading column, so a delivery's insert writes no more index
 entries than before.
 
-Revision ID: 0020
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-07
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0020"
-down_revision: str | None = "0015"
+revision: str = "0018"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -2,8 +2,8 @@
 newest first, for its run times; the audit rows of retries, for the failed attempts per minute. The partial ones
 are written once per job (as it finishes) or once per retry, not at every status change.
 
-Revision ID: 0018
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-07
 """
 
@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "0018"
-down_revision: str | None = "0015"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
