@@ -24,6 +24,14 @@ def partial_index(name: str, where: str, *columns: str, unique: bool = False) ->
 IN_LANE_WHERE = "status IN ('pending', 'queued') AND held IS NULL"
 WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
 DEAD_WHERE = "status = 'dead_lettered'"
+# The search's indexes: their name, column and the columns after it (a concurrency key may hold many jobs, read
+# newest first; the others hold one, or a batch's).
+SEARCH_INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("request", "request_id", ()),
+    ("idempotency", "idempotency_key", ()),
+    ("unique", "unique_key", ()),
+    ("concurrency", "concurrency_key", ("created_at", "id")),
+)
 
 
 class Job(Base):
@@ -132,6 +140,12 @@ class Job(Base):
         # the changes into and out of dead_lettered write to it.
         partial_index(
             "ix_jobs_failure_group", DEAD_WHERE, "client_id", "failure_group", "job_type", "finished_at", "id"
+        ),
+        # The jobs list's search (services/job_search.py): an exact id, request id or key, for one client or, an
+        # admin's, for all. Partial: a job without the key writes nothing to its index.
+        *(
+            partial_index(f"ix_jobs_search_{name}", f"{column} IS NOT NULL", column, *order)
+            for name, column, order in SEARCH_INDEXES
         ),
     )
 

@@ -35,6 +35,10 @@ CANCEL_TRIES = 3
 class NotDeadLettered(Exception):
     """Only a dead-lettered job can be replayed."""
 
+    def __init__(self, job_id: str, status: str | None = None) -> None:
+        super().__init__(job_id)
+        self.status = status  # the job's status as last read
+
 
 class NotCancellable(Exception):
     """The job is finished: too late to cancel."""
@@ -122,7 +126,7 @@ class DlqService:
         if replayed is None:
             if job["status"] == S.DEAD_LETTERED and await self._visible(principal, job_id) is None:
                 return None  # retention deleted it since it was read
-            raise NotDeadLettered(job_id)
+            raise NotDeadLettered(job_id, job["status"])
         queued, staged = replayed
         await self.outbox.publish(staged)
         return queued
