@@ -2,6 +2,7 @@
 // sums up what became of them.
 import { api } from "./api.js";
 import { h, notify } from "./dom.js";
+import { update } from "./job_rows.js";
 
 const SAID = {
   cancel: { cancelled: "cancelled", cancel_requested: "stopping", conflict: "already finished" },
@@ -20,7 +21,7 @@ export function summary(action, items) {
 
 // The bar over the table: select all, the count, Cancel and Retry. `outcomes(items, since)` gets what became of
 // each job acted on, and when the action was sent; `picked()` is told when the selection changed here.
-export function bulkBar(selection, visibleIds, { outcomes, picked }) {
+function bulkBar(selection, visibleIds, { outcomes, picked }) {
   const count = h("span", { id: "selected-count", class: "hint" });
   const all = h("input", { type: "checkbox", id: "select-all" });
   const buttons = [];
@@ -61,4 +62,33 @@ export function bulkBar(selection, visibleIds, { outcomes, picked }) {
   bar.append(act("cancel", "Cancel", "danger"), act("retry", "Retry", ""));
   refresh();
   return { bar, refresh };
+}
+
+// The selection of the list whose rows `rows()` gives (a Map of job id -> {row, job}): each row's checkbox
+// (`pick(job)`, for the table's first column) and the bulk bar; the selection outlives every redraw.
+export function bulkSelection(rows) {
+  const selection = new Set();
+  const picked = () => {
+    for (const [id, { row }] of rows()) row.querySelector("input.pick").checked = selection.has(id);
+  };
+  // An outcome's status, unless a live event has told of the job since the action was sent (it is newer).
+  const outcomes = (items, since) => {
+    for (const { job_id, status } of items) {
+      const entry = rows().get(job_id);
+      if (status && entry && !(entry.touched > since)) update(entry, { status });
+    }
+  };
+  const { bar, refresh } = bulkBar(selection, () => [...rows().keys()], { outcomes, picked });
+  const pick = (job) =>
+    h("input", {
+      type: "checkbox",
+      class: "pick",
+      checked: selection.has(job.id),
+      "aria-label": `Select job ${job.id}`,
+      onchange: (event) => {
+        event.target.checked ? selection.add(job.id) : selection.delete(job.id);
+        refresh();
+      },
+    });
+  return { bar, refresh, pick };
 }

@@ -4,7 +4,7 @@
 import { api, jobTypes, query } from "../api.js";
 import { choice, pager } from "../controls.js";
 import { errorLine, every, h, replace } from "../dom.js";
-import { bulkBar } from "../job_bulk.js";
+import { bulkSelection } from "../job_bulk.js";
 import { jobTable, tick, update } from "../job_rows.js";
 import { follow } from "../sse.js";
 import { JOB_STATUSES } from "../statuses.js";
@@ -51,35 +51,12 @@ export async function render(view, { who, params, signal }) {
   const live = h("p", { class: "hint", id: "live-state" }, "Live updates: connecting…");
   const fresh = h("button", { type: "button", id: "new-jobs", class: "quiet", hidden: true });
   const pages = h("div", { class: "pager" });
-  const selection = new Set();
   const cursors = [null];
   let rows = new Map();
   let newest = null; // the newest job's creation time on the first page (ms), null while the page is empty
-  const visible = () => [...rows.keys()];
-  const pick = (job) =>
-    h("input", {
-      type: "checkbox",
-      class: "pick",
-      checked: selection.has(job.id),
-      "aria-label": `Select job ${job.id}`,
-      onchange: (event) => {
-        event.target.checked ? selection.add(job.id) : selection.delete(job.id);
-        bulk.refresh();
-      },
-    });
-  const picked = () => {
-    for (const [id, { row }] of rows) row.querySelector("input.pick").checked = selection.has(id);
-  };
-  // An outcome's status, unless a live event has told of the job since the action was sent (it is newer).
-  const outcomes = (items, since) => {
-    for (const { job_id, status } of items) {
-      const entry = rows.get(job_id);
-      if (status && entry && !(entry.touched > since)) update(entry, { status });
-    }
-  };
-  const bulk = bulkBar(selection, visible, { outcomes, picked });
+  const bulk = bulkSelection(() => rows);
   const show = (page) => {
-    const drawn = jobTable(who, page.items, pick);
+    const drawn = jobTable(who, page.items, bulk.pick);
     rows = drawn.rows;
     newest = cursors.length === 1 && page.items.length ? Date.parse(page.items[0].created_at) : null;
     replace(holder, page.items.length ? drawn.grid : h("p", { class: "empty" }, "No jobs match."));
@@ -104,6 +81,10 @@ export async function render(view, { who, params, signal }) {
     if (rows.has(job.id)) update(rows.get(job.id), job);
     else if (onFirst() && (newest === null || Date.parse(job.created_at) >= newest)) arrivals();
   };
+  followJobs(params, live, onMessage, signal);
+}
+
+function followJobs(params, live, onMessage, signal) {
   const path = `/api/v1/events/stream${query({ job_type: params.get("job_type") })}`;
   follow(path, onMessage, {
     signal,
