@@ -27,6 +27,14 @@ WAITS_TURN_WHERE = "held = 'fair' AND status IN ('pending', 'queued')"
 FINISHED_WHERE = "finished_at IS NOT NULL"
 RETRYING_WHERE = "event = 'retrying'"
 DEAD_WHERE = "status = 'dead_lettered'"
+# The search's indexes: their name, column and the columns after it (a concurrency key may hold many jobs, read
+# newest first; the others hold one, or a batch's).
+SEARCH_INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("request", "request_id", ()),
+    ("idempotency", "idempotency_key", ()),
+    ("unique", "unique_key", ()),
+    ("concurrency", "concurrency_key", ("created_at", "id")),
+)
 
 
 class Job(Base):
@@ -141,6 +149,12 @@ class Job(Base):
         Index("ix_jobs_client_status_type", "client_id", "status", "job_type"),
         # The overview's run times per type, newest first. Partial: a job enters it once, as it finishes.
         partial_index("ix_jobs_type_finished", FINISHED_WHERE, "job_type", "finished_at"),
+        # The jobs list's search (services/job_search.py): an exact id, request id or key, for one client or, an
+        # admin's, for all. Partial: a job without the key writes nothing to its index.
+        *(
+            partial_index(f"ix_jobs_search_{name}", f"{column} IS NOT NULL", column, *order)
+            for name, column, order in SEARCH_INDEXES
+        ),
     )
 
 

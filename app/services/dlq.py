@@ -40,6 +40,10 @@ Check = Callable[[str, Any], Awaitable[Any]]
 class NotDeadLettered(Exception):
     """Only a dead-lettered job can be replayed."""
 
+    def __init__(self, job_id: str, status: str | None = None) -> None:
+        super().__init__(job_id)
+        self.status = status  # the job's status as last read
+
 
 class NotCancellable(Exception):
     """The job is finished: too late to cancel."""
@@ -145,7 +149,7 @@ class DlqService:
         if job is None:
             return None
         if job["status"] != S.DEAD_LETTERED:
-            raise NotDeadLettered(job_id)
+            raise NotDeadLettered(job_id, job["status"])
         whole = kept(payload, job["payload"], opened(job["payload"], job["sealed"], self.box))
         shown, sealed_credentials = sealed(job["job_type"], await check(job["job_type"], whole), self.box)
         detail = {"by": principal.client_id, "admin": principal.admin, "before": job["payload"], "after": shown}
@@ -157,7 +161,7 @@ class DlqService:
         if replayed is None:
             if job["status"] == S.DEAD_LETTERED and await self._visible(principal, job["id"]) is None:
                 return None  # retention deleted it since it was read
-            raise NotDeadLettered(job["id"])
+            raise NotDeadLettered(job["id"], job["status"])
         queued, staged = replayed
         await self.outbox.publish(staged)
         return queued

@@ -19,6 +19,7 @@ from app.schemas.job import JobOptions, Submitted
 from app.services import uniqueness
 from app.services.fairness import Fairness
 from app.services.idempotency import IdempotencyCache, IdempotencyConflict, Seen, earlier_jobs, repeated_keys
+from app.services.job_search import JobSearch, conditions
 from app.services.outbox import Outbox
 from app.services.payload_secrets import NO_KEY
 from app.services.submit import Draft, Filed, Submitter, as_queued, new_drafts, request_hash
@@ -146,14 +147,11 @@ class JobService:
         return job_row(row._mapping) if row else None
 
     async def page(
-        self, principal: Principal, status: str | None, job_type: str | None, limit: int, cursor: str | None
+        self, principal: Principal, search: JobSearch, limit: int, cursor: str | None
     ) -> tuple[list[JobRow], str | None]:
-        """Newest first; returns the page and the cursor to the next one when more may follow."""
-        query = select(JOBS).where(visible_to(JOBS, principal))
-        if status:
-            query = query.where(JOBS.c.status == status)
-        if job_type:
-            query = query.where(JOBS.c.job_type == job_type)
+        """The jobs `search` finds, newest first; returns the page and the cursor to the next one when more may
+        follow."""
+        query = select(JOBS).where(visible_to(JOBS, principal), *conditions(search))
         rows, after = await newest_first(self.engine, JOBS, query, limit, cursor, "jobs")
         return [job_row(row) for row in rows], after
 

@@ -199,6 +199,12 @@ async def _lists_never_show(api: Api, other: dict[str, str], objects: dict[str, 
     assert (await api.client.get("/api/v1/webhooks", headers=other)).json() == []
     stats = (await api.client.get("/api/v1/dlq/stats", headers=other)).json()
     assert stats["dead_lettered"] == 0 and stats["by_job_type"] == {}
+    for search in ({"q": objects["job"]}, {"id": objects["dead_job"]}, {"payload.title": "Owned"}):
+        found = await api.client.get("/api/v1/jobs", params=search, headers=other)
+        assert found.status_code == 200 and found.json()["items"] == [], search
+    bulk = {"action": "retry", "job_ids": [objects["dead_job"]]}
+    answer = await api.client.post("/api/v1/jobs/bulk", json=bulk, headers=other)
+    assert answer.json()["items"] == [{"job_id": objects["dead_job"], "outcome": "not_found", "status": None}]
     replay = await api.client.post("/api/v1/dlq/replay", json={"job_ids": [objects["dead_job"]]}, headers=other)
     assert replay.json() == {"replayed": 0, "job_ids": []}
     replay = await api.client.post("/api/v1/dlq/replay", json={"group": objects["group"]}, headers=other)

@@ -70,7 +70,6 @@ async def test_jobs_turn_succeeded_on_the_jobs_page_without_a_reload(service: Se
         row = page.locator(f'tr[data-job-id="{job["id"]}"]')
         await expect(row.locator("[data-status]")).to_have_attribute("data-status", "succeeded")
     assert await page.evaluate("window.stayed") is True
-    await screenshot(page, "jobs")
 
 
 async def test_a_job_page_shows_its_audit_trail_and_a_delivery_with_its_attempts(service: Service, tab_of: Tab) -> None:
@@ -183,7 +182,9 @@ async def test_a_schedule_made_on_its_page_runs_now_pauses_and_is_deleted(servic
     zone = await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")  # the form's default
     assert (saved["name"], saved["cron"], saved["timezone"], saved["active"]) == ("yearly-echo", YEARLY, zone, True)
     assert saved["job"] == {"job_type": "echo", "payload": {"from": "schedule"}}
-    next_run = await page.evaluate("iso => new Date(iso).toLocaleString()", saved["next_run_at"])
+    next_run = await page.evaluate(
+        "async iso => (await import('/dashboard/static/js/dom.js')).when(iso)", saved["next_run_at"]
+    )
     await expect(row.locator("td.next-run")).to_have_text(next_run)
     await expect(row.locator("td.state [data-status]")).to_have_attribute("data-status", "active")
     await expect(form.locator("input[name=name]")).to_have_value("")  # the form is back to its defaults

@@ -116,7 +116,7 @@ def test_migrate_creates_every_table_on_a_fresh_sqlite_file_and_may_run_again(tm
     assert first.returncode == 0, first.stderr
     assert tables_of(database) == TABLES
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0018",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0019",)]
 
     second = run_migrate(database)
 

@@ -16,8 +16,9 @@ from app.api.admission import (
 )
 from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
+from app.api.job_filters import SEARCH_DESCRIPTION, JobSearchDep
 from app.api.state import ApiState
-from app.core.statuses import JobStatus
+from app.schemas.bulk import BulkIn, BulkOut
 from app.schemas.job import (
     BATCH_REQUEST_SCHEMA,
     BatchItemOut,
@@ -29,6 +30,7 @@ from app.schemas.job import (
     Submitted,
 )
 from app.schemas.webhook import DeliveryOut
+from app.services import job_bulk
 from app.services.dlq import NotCancellable, NotDeadLettered
 from app.services.jobs import IdempotencyConflict
 from app.services.tenancy import Principal
@@ -151,18 +153,25 @@ async def submit_batch(request: Request, response: Response, state: StateDep, pr
     return BatchOut(items=[BatchItemOut(outcome=outcome, job=JobOut.model_validate(job)) for job, outcome in placed])
 
 
-@router.get("", response_model=JobPage)
+@router.get("", response_model=JobPage, description=SEARCH_DESCRIPTION)
 async def list_jobs(
     state: StateDep,
     principal: PrincipalDep,
-    status: JobStatus | None = None,
-    job_type: str | None = None,
+    search: JobSearchDep,
     limit: LimitQuery = PAGE_SIZE,
     cursor: CursorQuery = None,
 ) -> JobPage:
-    """The caller's jobs, newest first, a page at a time; pass `next_cursor` back for the next page."""
-    rows, next_cursor = await state.jobs.page(principal, status, job_type, limit, cursor)
+    """List and search jobs, newest first."""
+    rows, next_cursor = await state.jobs.page(principal, search, limit, cursor)
     return JobPage(items=[JobOut.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.post("/bulk", response_model=BulkOut)
+async def bulk_action(body: BulkIn, state: StateDep, principal: PrincipalDep) -> BulkOut:
+    """Cancel or retry up to 500 jobs in one call: each job as `POST /api/v1/jobs/{id}/cancel` or `/retry` would
+    treat it, in its own transaction, answering per job `cancelled`, `cancel_requested` (it was running),
+    `replayed`, `not_found` (no such job of yours) or `conflict` (finished, or not dead-lettered) with its status."""
+    return BulkOut(items=await job_bulk.apply(state.dlq, principal, body.action, body.job_ids))
 
 
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"description": "No such job for this client."}})

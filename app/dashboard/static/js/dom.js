@@ -37,10 +37,21 @@ export function replace(element, ...children) {
   return append(element, children);
 }
 
+const pad = (n, width = 2) => String(n).padStart(width, "0");
+
+// A time as `2026-12-05 07:22:19.123` in the browser's time zone: to the millisecond, so the rows of an audit
+// trail written within one second still tell their order.
 export function when(iso) {
   if (!iso) return "—";
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return `${day} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+// `when` as a <time> element whose title holds the full ISO time the API sent.
+export function stamp(iso) {
+  return iso ? h("time", { datetime: iso, title: iso }, when(iso)) : "—";
 }
 
 export function pretty(value) {

@@ -1,7 +1,7 @@
 // One job: its progress (a live bar), its fields, payload and result, its flow control (a concurrency key's running and waiting counts), the
 // audit trail, its deliveries, its artifact; cancel and retry.
 import { api, download } from "../api.js";
-import { action, badge, errorLine, every, h, notify, pretty, replace, section, when } from "../dom.js";
+import { action, badge, errorLine, every, h, notify, pretty, replace, section, stamp } from "../dom.js";
 import { deliveryEntry, deliveryList } from "../deliveries.js";
 import { follow } from "../sse.js";
 
@@ -25,7 +25,7 @@ function facts(job) {
   const rows = [
     ["status", badge(job.status)],
     ...FIELDS.map((f) => [f, job[f] ?? "—"]),
-    ...TIMES.map((f) => [f, when(job[f])]),
+    ...TIMES.map((f) => [f, stamp(job[f])]),
   ];
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { "data-field": k }, v)]));
 }
@@ -84,7 +84,7 @@ function trailItem(e) {
     move ? h("span", { class: "move" }, move) : null,
     "attempt" in detail ? h("span", { class: "hint" }, `attempt ${detail.attempt}`) : null,
     e.event === "edited" ? h("span", { class: "hint by" }, `by ${detail.by}${detail.admin ? " (admin)" : ""}`) : null,
-    h("time", { datetime: e.created_at }, when(e.created_at)),
+    stamp(e.created_at),
     Object.keys(rest).length ? pretty(rest) : null,
   );
 }
