@@ -36,6 +36,4 @@ def downgrade() -> None:
 
 def _partial(name: str, table: str, columns: list[str], where: str) -> None:
     predicate = sa.text(where)
-    op.create_index(
-        name, table, columns, postgresql_where=predicate, sqlite_where=predicate, mssql_where=predicate
-    )
+    op.create_index(name, table, columns, postgresql_where=predicate, sqlite_where=predicate, mssql_where=predicate)
