@@ -1,6 +1,7 @@
 """One action on many jobs (`POST /api/v1/jobs/bulk`): what to do, to which jobs, and what became of each."""
 
 from enum import StrEnum
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -27,7 +28,7 @@ class BulkIn(BaseModel):
     model_config = REQUEST_CONFIG
 
     action: BulkAction = Field(strict=False, description="`cancel` or `retry` (which replays a dead-lettered job).")
-    job_ids: list[str] = Field(
+    job_ids: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         min_length=1,
         max_length=MAX_BULK_JOBS,
         description=f"1-{MAX_BULK_JOBS} job ids; a repeated id is acted on once.",

@@ -1,6 +1,6 @@
 """Throttled redrives: dead jobs or failed deliveries sent again, at most R a second, pausable, resumable."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
@@ -62,19 +62,26 @@ ACTED = {
 }
 
 
-@router.post("/{redrive_id}/pause", response_model=RedriveOut, summary="Pause a redrive")
+NOT_ALLOWED: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Its status does not allow it (`not_allowed`, with `redrive_status`)."}
+}
+
+
+@router.post("/{redrive_id}/pause", response_model=RedriveOut, summary="Pause a redrive", responses=NOT_ALLOWED)
 async def pause_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
     """Stop sending its items (within a second or two); `resume` carries on where it stopped."""
     return await _act(redrive_id, "pause", state, principal)
 
 
-@router.post("/{redrive_id}/resume", response_model=RedriveOut, summary="Resume a paused redrive")
+@router.post(
+    "/{redrive_id}/resume", response_model=RedriveOut, summary="Resume a paused redrive", responses=NOT_ALLOWED
+)
 async def resume_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
     """Carry on sending its items, from where it stopped, at its pace."""
     return await _act(redrive_id, "resume", state, principal)
 
 
-@router.post("/{redrive_id}/cancel", response_model=RedriveOut, summary="Cancel a redrive")
+@router.post("/{redrive_id}/cancel", response_model=RedriveOut, summary="Cancel a redrive", responses=NOT_ALLOWED)
 async def cancel_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
     """End it for good; the items it sent stay sent, the rest are left as they are."""
     return await _act(redrive_id, "cancel", state, principal)
