@@ -1,26 +1,29 @@
 """Fixtures of the flow tests: the dashboard's running service and browser, shared by every dashboard test module
-of the session (each test signs in with a key of its own, so tests do not see each other's jobs)."""
+of the session (each test signs in with a key of its own, so tests do not see each other's jobs). The service has a
+database and a namespace of its own: it outlives the dashboard modules, and its embedded workers, relay and
+scheduler must never take another test's jobs or messages."""
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from playwright.async_api import Browser
 
 from tests.browser import Tab, chromium, tab
-from tests.conftest import make_settings, settings_env
+from tests.conftest import make_settings, settings_env, world_of_its_own
 from tests.flows.dashboard import WITHIN, Service, feed_is_live
 from tests.receiver import running_receiver
 from tests.support import Process, app_process, env_without_dotenv, free_port, wait_for
 
 
 @pytest.fixture(scope="session")
-def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Process, int]]:
+async def api_process(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Process, int]]:
     port = free_port()
-    settings = make_settings(port=port, embedded_workers=True, worker_heartbeat_seconds=0.5)
     log = tmp_path_factory.mktemp("dashboard") / "api.log"
-    with app_process(["api"], env_without_dotenv(settings_env(settings)), log) as process:
-        yield process, port
+    async with world_of_its_own("dashboard") as world:
+        settings = make_settings(port=port, embedded_workers=True, worker_heartbeat_seconds=0.5, **world)
+        with app_process(["api"], env_without_dotenv(settings_env(settings)), log) as process:
+            yield process, port
 
 
 @pytest.fixture(scope="session")

@@ -154,10 +154,22 @@ def test_the_pruning_statements_render_for_mssql() -> None:
 
 
 async def test_on_postgresql_the_scan_for_old_jobs_reads_the_finish_time_index(db: AsyncEngine) -> None:
-    recent = [make_job(status="succeeded", finished_at=NOW - timedelta(minutes=n)) for n in range(2000)]
+    # Recent jobs of every finished status, the dead ones in a failure group as they are once dead-lettered: each
+    # of the other partial indexes that covers a finished status then holds rows too, as it does in production.
+    recent = [
+        make_job(status=status, finished_at=NOW - timedelta(minutes=n), **group)
+        for status, group in (
+            ("succeeded", {}),
+            ("cancelled", {}),
+            ("dead_lettered", {"failure_group": "0123456789abcdef"}),
+        )
+        for n in range(2000)
+    ]
     unfinished = [make_job(status="queued") for _ in range(2000)]
     async with db.begin() as conn:
         await conn.execute(insert(JOBS), recent + unfinished)
+    async with db.connect() as conn:
+        await conn.execute(text("ANALYZE jobs"))
 
     for status, days in LIFETIMES.items():
         compiled = finished_before(status, NOW - timedelta(days=days), 1000).compile(dialect=db.dialect)

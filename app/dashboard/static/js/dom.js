@@ -106,7 +106,9 @@ export function notify(message, kind = "ok") {
 // Hide the notice when the page it belongs to is left.
 export function noticeLeft() {
   const toast = document.getElementById("toast");
-  if (toast.dataset.page !== pagePath()) toast.className = "toast";
+  if (toast.dataset.page === pagePath()) return;
+  toast.className = "toast";
+  toast.textContent = "";
 }
 
 function pagePath() {
