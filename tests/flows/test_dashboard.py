@@ -486,7 +486,7 @@ async def test_a_job_and_its_workflow_link_to_each_other(service: Service, tab_o
 async def test_a_workflow_is_cancelled_from_its_page(service: Service, tab_of: Tab) -> None:
     page, key = tab_of.page, await service.new_key("dash-wf-cancel")
     workflow = await service.start_workflow(
-        key, "doomed", step("nap", job_type="sleep", seconds=2), step("after", "nap")
+        key, "doomed", step("nap", job_type="sleep", seconds=60), step("after", "nap")
     )
     await sign_in(service, page, key)
     await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")

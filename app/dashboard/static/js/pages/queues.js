@@ -7,7 +7,9 @@ const returnsTo = (tier) => (tier.feeds === "webhooks" ? "webhooks.deliver" : ti
 
 function rate(value) {
   if (value === null || value === undefined) return "—";
-  return `${value > 0 ? "+" : ""}${value.toFixed(1)}/s`;
+  const shown = value.toFixed(1);
+  if (Number(shown) === 0) return "0.0/s"; // not "-0.0/s" for a depth that fell by less than a tenth a second
+  return `${value > 0 ? "+" : ""}${shown}/s`;
 }
 
 function retryCell(row) {
