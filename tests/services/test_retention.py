@@ -18,7 +18,16 @@ from app.core.config import Settings
 from app.core.database import make_engine
 from app.core.resources import Resources
 from app.core.statuses import JobStatus
-from app.models.tables import ARTIFACTS, ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS
+from app.models.tables import (
+    ARTIFACTS,
+    ATTEMPTS,
+    DELIVERIES,
+    JOB_EVENTS,
+    JOBS,
+    REDRIVE_EVENTS,
+    REDRIVE_ITEMS,
+    REDRIVES,
+)
 from app.services.upkeep.retention import Retention, delete_finished, finished_before
 from app.stores.artifacts.sql import SqlArtifacts
 from app.workers.jobs.worker import JobWorker
@@ -144,6 +153,66 @@ async def test_a_lifetime_of_zero_keeps_finished_jobs_forever(engine: AsyncEngin
 
     assert await what_is_left(engine, ids) == {job_id: WHOLE for job_id in ids}
     assert sweep.pruned == {}
+
+
+async def a_redrive(engine: AsyncEngine, status: str, days_ago: float) -> str:
+    """A redrive of `status` created, and (once ended) ended, `days_ago` days ago, with two history rows and an
+    item left (an ended redrive's items are gone already; one is left here to show retention takes it too)."""
+    at, redrive_id = NOW - timedelta(days=days_ago), str(uuid.uuid4())
+    ended = at if status in ("finished", "cancelled") else None
+    row = {
+        "id": redrive_id,
+        "client_id": "retained",
+        "created_by": "retained",
+        "kind": "jobs",
+        "selection": {"job_type": "flaky"},
+        "max_items": 10,
+        "per_second": 1.0,
+        "status": status,
+        "total": 1,
+        "replayed": 0,
+        "skipped": 0,
+        "reached": 0,
+        "created_at": at,
+        "updated_at": at,
+        "finished_at": ended,
+    }
+    async with engine.begin() as conn:
+        await conn.execute(insert(REDRIVES).values(**row))
+        for event in ("created", status):
+            await conn.execute(insert(REDRIVE_EVENTS).values(redrive_id=redrive_id, event=event, created_at=at))
+        await conn.execute(insert(REDRIVE_ITEMS).values(redrive_id=redrive_id, seq=1, item_id="a-job"))
+    return redrive_id
+
+
+async def redrive_rows_left(engine: AsyncEngine, ids: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Per redrive: (its row, history rows, items) left, for those with any left."""
+    left: dict[str, tuple[int, int, int]] = {}
+    async with engine.connect() as conn:
+        for redrive_id in ids:
+            keys = (REDRIVES.c.id, REDRIVE_EVENTS.c.redrive_id, REDRIVE_ITEMS.c.redrive_id)
+            counts = [(await conn.execute(select(func.count()).where(key == redrive_id))).scalar_one() for key in keys]
+            if any(counts):
+                left[redrive_id] = (counts[0], counts[1], counts[2])
+    return left
+
+
+async def test_redrives_ended_long_ago_go_with_their_history_and_live_ones_stay(engine: AsyncEngine) -> None:
+    old = [await a_redrive(engine, "finished", 31), await a_redrive(engine, "cancelled", 400)]
+    kept = [
+        await a_redrive(engine, "finished", 29),
+        await a_redrive(engine, "running", 400),  # however old, a redrive that has not ended is kept
+        await a_redrive(engine, "paused", 400),
+    ]
+    rows = SqlArtifacts(engine)
+    retention = Retention(engine, 1000, 1000, batch_size=1, artifact_rows=rows, redrive_days=30)
+
+    sweep = await retention.sweep(NOW)
+
+    assert await redrive_rows_left(engine, old + kept) == dict.fromkeys(kept, (1, 2, 1))
+    assert sweep.deleted["redrives"] >= 2  # other tests' old redrives in the shared database may go too
+    forever = Retention(engine, 1000, 1000, batch_size=1, artifact_rows=rows)  # redrive_days 0: kept
+    assert "redrives" not in (await forever.sweep(NOW)).deleted
 
 
 def test_the_pruning_statements_render_for_mssql() -> None:

@@ -1,6 +1,6 @@
 """Nothing grows forever (rule 16): jobs finished long ago (with their audit rows, deliveries and artifacts), old
-delivery attempts, finished deliveries and finished jobs' audit rows are deleted in batches by a background task,
-never in one giant delete."""
+delivery attempts, finished deliveries, finished jobs' audit rows, emptied workflows and ended redrives (with their
+history) are deleted in batches by a background task, never in one giant delete."""
 
 import asyncio
 import time
@@ -16,8 +16,17 @@ from sqlalchemy.sql.dml import ReturningDelete
 
 from app.core import metrics
 from app.core.resources import Resources
-from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus, WorkflowStatus
-from app.models.tables import ATTEMPTS, DELIVERIES, JOB_EVENTS, JOBS, WORKFLOWS
+from app.core.statuses import TERMINAL, DeliveryStatus, JobStatus, RedriveStatus, WorkflowStatus
+from app.models.tables import (
+    ATTEMPTS,
+    DELIVERIES,
+    JOB_EVENTS,
+    JOBS,
+    REDRIVE_EVENTS,
+    REDRIVE_ITEMS,
+    REDRIVES,
+    WORKFLOWS,
+)
 from app.models.types import utcnow
 from app.services.artifacts import ArtifactService, artifact_service, remove_files
 from app.services.upkeep.janitor import DlqJanitor
@@ -33,6 +42,11 @@ ROWS_PER_JOB = 10
 # after an upgrade, or after a long outage) is worked off at a quarter of the database's pace, so the job path
 # keeps the rest. Paced so, on a busy two-core machine, some 700 jobs/s are deleted (four audit rows each).
 REST_PER_BATCH = 3
+# The rows that belong to a row of these tables and go in the same transaction: (table, the column naming it).
+DEPENDENTS: dict[str, list[tuple[Table, ColumnElement[Any]]]] = {
+    DELIVERIES.name: [(ATTEMPTS, ATTEMPTS.c.delivery_id)],
+    REDRIVES.name: [(REDRIVE_EVENTS, REDRIVE_EVENTS.c.redrive_id), (REDRIVE_ITEMS, REDRIVE_ITEMS.c.redrive_id)],
+}
 
 
 @dataclass
@@ -60,6 +74,8 @@ class Retention:
     # A finished workflow is deleted once this many days have passed since it finished and none of its jobs is
     # left (each goes by its own status's lifetime); 0 keeps them.
     workflow_days: float = 0
+    # A finished or cancelled redrive is deleted, with its history, this many days after it ended; 0 keeps them.
+    redrive_days: float = 0
 
     @classmethod
     def from_settings(cls, resources: Resources) -> "Retention":
@@ -79,6 +95,7 @@ class Retention:
             },
             janitor=DlqJanitor(resources.engine, resources.broker, names.jobs_dlq, names.webhooks_dlq),
             workflow_days=settings.job_retention_days,
+            redrive_days=settings.job_retention_days,
         )
 
     async def sweep(self, now: datetime | None = None) -> Sweep:
@@ -100,6 +117,8 @@ class Retention:
         ]
         if self.workflow_days > 0:
             plan.append((WORKFLOWS, emptied_before(now - timedelta(days=self.workflow_days))))
+        if self.redrive_days > 0:
+            plan.append((REDRIVES, ended_before(now - timedelta(days=self.redrive_days))))
         for table, old in plan:
             sweep.deleted[table.name] = await self._in_batches(table, old, sweep)
         if self.artifacts is not None:
@@ -142,9 +161,9 @@ class Retention:
         while True:
             async with self.engine.begin() as conn:
                 ids = list((await conn.execute(select(key).where(old).limit(self.batch_size))).scalars())
-                if table is DELIVERIES and ids:
-                    await conn.execute(delete(ATTEMPTS).where(ATTEMPTS.c.delivery_id.in_(ids)))
                 if ids:
+                    for dependent, owner in DEPENDENTS.get(table.name, []):
+                        await conn.execute(delete(dependent).where(owner.in_(ids)))
                     await conn.execute(delete(table).where(key.in_(ids)))
             if not ids:
                 return total
@@ -157,6 +176,12 @@ class Retention:
         sweep = await self.sweep()
         if any(sweep.deleted.values()):
             logger.info("retention removed {} in {} batch(es)", sweep.deleted, sweep.batches)
+
+
+def ended_before(cutoff: datetime) -> ColumnElement[bool]:
+    """Redrives that finished or were cancelled before `cutoff`; a running or paused one is kept however old."""
+    ended = [str(RedriveStatus.FINISHED), str(RedriveStatus.CANCELLED)]
+    return REDRIVES.c.status.in_(ended) & (REDRIVES.c.finished_at < cutoff)
 
 
 def emptied_before(cutoff: datetime) -> ColumnElement[bool]:
