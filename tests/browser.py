@@ -62,6 +62,25 @@ async def _accept(dialog: Dialog) -> None:
 
 
 @contextlib.asynccontextmanager
+async def prompts_answered(page: Page, text: str) -> AsyncIterator[list[str]]:
+    """Within it, each dialog of the page is answered `text` (a prompt's answer) instead of accepted as it stands;
+    the questions asked, in order."""
+    asked: list[str] = []
+
+    async def answer(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        await dialog.accept(text)
+
+    page.remove_listener("dialog", _accept)
+    page.on("dialog", answer)
+    try:
+        yield asked
+    finally:
+        page.remove_listener("dialog", answer)
+        page.on("dialog", _accept)
+
+
+@contextlib.asynccontextmanager
 async def tab(browser: Browser, viewport: dict[str, int] = WIDE) -> AsyncIterator[Tab]:
     """A fresh context (its own session storage) with one page; its console errors are collected."""
     context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]

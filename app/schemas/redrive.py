@@ -11,6 +11,7 @@ from app.schemas.requests import REQUEST_CONFIG, WholeNumber
 
 MAX_ITEMS = 100_000
 MAX_PER_SECOND = 1000
+PER_SECOND = "The pace: at most this many a second (fractions allowed: 0.5 is one every two seconds)."
 JOB_FIELDS = ("group", "job_type", "job_ids")
 DELIVERY_FIELDS = ("webhook_id", "event_type")
 
@@ -26,7 +27,7 @@ class RedriveIn(BaseModel):
     webhook_id: str | None = Field(default=None, max_length=36, description="Deliveries: to this endpoint.")
     event_type: str | None = Field(default=None, max_length=64, description="Deliveries: of this event type.")
     limit: WholeNumber = Field(ge=1, le=MAX_ITEMS, description="How many items to send again, at most.")
-    per_second: float = Field(gt=0, le=MAX_PER_SECOND, description="The pace: at most this many a second.")
+    per_second: float = Field(gt=0, le=MAX_PER_SECOND, description=PER_SECOND)
 
     @model_validator(mode="after")
     def _selection_fits_kind(self) -> "RedriveIn":
@@ -46,8 +47,16 @@ class RedriveIn(BaseModel):
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
+class RedrivePace(BaseModel):
+    """A new pace for a running or paused redrive."""
+
+    model_config = REQUEST_CONFIG
+
+    per_second: float = Field(gt=0, le=MAX_PER_SECOND, description=PER_SECOND)
+
+
 class RedriveChange(BaseModel):
-    event: str = Field(description="created, paused, resumed, cancelled or finished.")
+    event: str = Field(description="created, paused, resumed, rate_changed, cancelled or finished.")
     by: str | None = Field(description="The client id of the key that did it; null for the runner (finished).")
     at: datetime
 

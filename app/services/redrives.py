@@ -1,4 +1,5 @@
-"""Throttled redrives as the API offers them: start one, list them, read one, pause, resume or cancel it. The
+"""Throttled redrives as the API offers them: start one, list them, read one, pause, resume or cancel it, change
+its pace. The
 runner that sends their items is services/upkeep/redrives.py.
 
 Whose items: a client's redrive takes only its own; an admin's takes every client's matching items (its
@@ -57,6 +58,17 @@ class RedriveService:
             await self.store.move(redrive_id, target, sources, principal.client_id)
         except Moved as moved:
             raise NotAllowed(action, moved.status) from None
+        return await self.store.one(redrive_id, principal.scope)
+
+    async def retime(self, principal: Principal, redrive_id: str, per_second: float) -> Row | None:
+        """A new pace for the caller's running or paused redrive: the redrive after it; None when it has none by
+        that id, NotAllowed when it has ended."""
+        if await self.store.one(redrive_id, principal.scope) is None:
+            return None
+        try:
+            await self.store.retime(redrive_id, per_second, principal.client_id)
+        except Moved as moved:
+            raise NotAllowed("retime", moved.status) from None
         return await self.store.one(redrive_id, principal.scope)
 
 

@@ -155,6 +155,30 @@ async def test_a_paused_redrive_stops_and_resumes_where_it_stopped(api: Api, db:
         assert "finished redrive cannot be" in late.json()["detail"]
 
 
+async def test_a_redrives_pace_is_changed_while_it_runs_and_not_once_it_has_ended(api: Api, db: AsyncEngine) -> None:
+    client = "redrive-pace-" + uuid.uuid4().hex[:6]
+    headers, others = await api.new_client(client), await api.new_client("redrive-pace-other-" + uuid.uuid4().hex[:6])
+    ids = await dead_jobs(db, client, 60)
+    redrive = await start(api, headers, kind="jobs", job_type="echo", limit=60, per_second=0.5)  # two minutes
+    path = f"{BASE}/{redrive['id']}"
+    for body in ({"per_second": 0}, {"per_second": 1001}, {}):
+        refused = await api.client.patch(path, json=body, headers=headers)
+        assert (refused.status_code, refused.json()["code"]) == (422, "validation_error"), body
+    theirs = await api.client.patch(path, json={"per_second": 100}, headers=others)
+    assert (theirs.status_code, theirs.json()["code"]) == (404, "not_found")
+
+    faster = await api.client.patch(path, json={"per_second": 100}, headers=headers)
+    assert faster.status_code == 200 and faster.json()["per_second"] == 100
+    done = await until(api, headers, redrive["id"], "finished", within=20)  # at 0.5 a second: two minutes
+    assert (done["replayed"], done["skipped"]) == (60, 0)
+    assert await replays_by(db, redrive["id"]) == dict.fromkeys(ids, 1)
+    changes = [(h["event"], h["by"]) for h in done["history"]]
+    assert changes == [("created", client), ("rate_changed", client), ("finished", None)]
+    late = await api.client.patch(path, json={"per_second": 1}, headers=headers)
+    assert (late.status_code, late.json()["redrive_status"]) == (409, "finished")
+    assert "finished redrive cannot be given a new pace" in late.json()["detail"]
+
+
 async def test_a_cancelled_redrive_sends_nothing_more(api: Api, db: AsyncEngine) -> None:
     client = "redrive-cancel-" + uuid.uuid4().hex[:6]
     headers = await api.new_client(client)

@@ -1,5 +1,6 @@
 """The redrives page (#/dlq/redrives) in headless Chromium: a redrive of dead jobs started from its form moves at
-its pace, stops while paused, carries on when resumed and finishes, with its history; it fits a phone's width."""
+its pace, stops while paused, carries on when resumed, at a new pace once it is changed, and finishes, with its
+history; it fits a phone's width."""
 
 import asyncio
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Locator, expect
 
-from tests.browser import CHROMIUM, NARROW, Tab, tab
+from tests.browser import CHROMIUM, NARROW, Tab, prompts_answered, tab
 from tests.flows.dashboard import WITHIN, Service, screenshot, sideways, sign_in
 from tests.support import wait_for
 
@@ -22,6 +23,11 @@ async def replayed(card: Locator) -> int:
     """The replayed count the card shows, as its progress bar holds it."""
     value = await card.locator("progress").evaluate("bar => bar.value")
     return int(value)
+
+
+async def short_id(card: Locator) -> str:
+    """The redrive's short id, as its card's heading shows it."""
+    return await card.locator("h3 .mono").inner_text()
 
 
 async def test_a_redrive_started_on_its_page_moves_pauses_resumes_and_finishes(
@@ -60,16 +66,21 @@ async def test_a_redrive_started_on_its_page_moves_pauses_resumes_and_finishes(
     assert await replayed(card) == held < DEAD
     await card.get_by_role("button", name="Resume").click()
     await expect(card.locator("[data-status]")).to_have_attribute("data-status", "running", timeout=WITHIN * 1000)
+    async with prompts_answered(page, "100") as asked:  # the rest at once, not one a second
+        await card.get_by_role("button", name="Change pace").click()
+        await expect(page.locator("#toast")).to_have_text("Pace set to at most 100/s.")
+    assert asked == [f"New pace for redrive {await short_id(card)}: at most how many items a second (up to 1000)?"]
     await expect(card.locator("[data-status]")).to_have_attribute("data-status", "finished", timeout=WITHIN * 1000)
     await expect(card.locator(".redrive-counts")).to_have_text(f"{DEAD} replayed, 0 skipped of {DEAD}")
     await expect(card.get_by_role("button")).to_have_count(0)
     await card.locator("summary").click()
     events = card.locator(".redrive-history li")
-    await expect(events).to_have_count(4)
+    await expect(events).to_have_count(5)
     assert [await li.get_attribute("data-event") for li in await events.all()] == [
         "created",
         "paused",
         "resumed",
+        "rate_changed",
         "finished",
     ]
     for job in jobs:

@@ -14,7 +14,7 @@ from tests.repo.test_postman import load_collection, requests
 from tests.support import ROOT, free_port, wait_for
 
 NEWMAN = NODE_MODULES / "newman" / "bin" / "newman.js"
-ASSERTIONS = 313  # every pm.test in the collection runs once: polling requests assert only on their last answer
+ASSERTIONS = 316  # every pm.test in the collection runs once: polling requests assert only on their last answer
 SKIPPED = {"Events live (SSE)"}  # a stream that never ends by itself: the run skips it, its description says so
 
 

@@ -1,5 +1,7 @@
-"""Throttled redrives: dead jobs or failed deliveries sent again, at most R a second, pausable, resumable."""
+"""Throttled redrives: dead jobs or failed deliveries sent again, at most R a second, pausable, resumable, and
+their pace changed while they run."""
 
+from collections.abc import Awaitable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -7,8 +9,9 @@ from fastapi import APIRouter, Query
 from app.api.deps import PAGE_SIZE, CursorQuery, LimitQuery, PrincipalDep, StateDep
 from app.api.errors import ApiError, not_found
 from app.core.statuses import RedriveStatus
-from app.schemas.redrive import RedriveIn, RedriveOut, RedrivePage
+from app.schemas.redrive import RedriveIn, RedriveOut, RedrivePace, RedrivePage
 from app.services.redrives import NotAllowed, answer
+from app.stores.redrives import Row
 
 router = APIRouter(prefix="/api/v1/dlq/redrives", tags=["dead-letter queue"])
 Action = Literal["pause", "resume", "cancel"]
@@ -38,18 +41,22 @@ async def list_redrives(
 @router.get("/{redrive_id}", response_model=RedriveOut, summary="One redrive")
 async def get_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
     """The redrive's progress (`replayed` and `skipped` of `total`), status and history."""
-    row = await state.redrives.one(principal, redrive_id)
-    if row is None:
-        raise not_found("redrive")
-    return RedriveOut.model_validate(answer(row))
+    return _answered(await state.redrives.one(principal, redrive_id))
 
 
 async def _act(redrive_id: str, action: Action, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    return _answered(await _refused_as_409(action, state.redrives.act(principal, redrive_id, action)))
+
+
+async def _refused_as_409(action: str, acting: Awaitable[Row | None]) -> Row | None:
     try:
-        row = await state.redrives.act(principal, redrive_id, action)
+        return await acting
     except NotAllowed as refused:
         detail = f"A {refused.status} redrive cannot be {ACTED[action]}; see its status and history."
         raise ApiError(409, "not_allowed", detail, redrive_status=refused.status) from None
+
+
+def _answered(row: Row | None) -> RedriveOut:
     if row is None:
         raise not_found("redrive")
     return RedriveOut.model_validate(answer(row))
@@ -59,6 +66,7 @@ ACTED = {
     "pause": "paused (only a running one can)",
     "resume": "resumed (only a paused one can)",
     "cancel": "cancelled (it has ended)",
+    "retime": "given a new pace (it has ended)",
 }
 
 
@@ -85,3 +93,10 @@ async def resume_redrive(redrive_id: str, state: StateDep, principal: PrincipalD
 async def cancel_redrive(redrive_id: str, state: StateDep, principal: PrincipalDep) -> RedriveOut:
     """End it for good; the items it sent stay sent, the rest are left as they are."""
     return await _act(redrive_id, "cancel", state, principal)
+
+
+@router.patch("/{redrive_id}", response_model=RedriveOut, summary="Change a redrive's pace", responses=NOT_ALLOWED)
+async def retime_redrive(redrive_id: str, body: RedrivePace, state: StateDep, principal: PrincipalDep) -> RedriveOut:
+    """A new `per_second` for a running or paused redrive, in force within a second; its history gains a
+    `rate_changed` row. An ended redrive answers 409."""
+    return _answered(await _refused_as_409("retime", state.redrives.retime(principal, redrive_id, body.per_second)))

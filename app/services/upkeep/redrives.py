@@ -61,7 +61,10 @@ class RedriveRunner:
         self.driving = {}
         for row in rows:
             drive = kept.get(row["id"])
-            self.driving[row["id"]] = Drive(row, drive.pace if drive else Pace(row["per_second"], now))
+            pace = drive.pace if drive else Pace(row["per_second"], now)
+            if pace.per_second != row["per_second"]:  # changed by an operator: in force from this renewal on
+                pace.retime(row["per_second"])
+            self.driving[row["id"]] = Drive(row, pace)
 
     async def _turn(self, drive: Drive) -> None:
         now = self.clock()

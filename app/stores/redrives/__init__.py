@@ -102,6 +102,19 @@ class RedriveStore:
             if target is R.CANCELLED:
                 await forget_items(conn, redrive_id)
 
+    async def retime(self, redrive_id: str, per_second: float, actor: str) -> None:
+        """A new pace for a running or paused redrive, with its row of history; Moved when it has ended. The
+        process driving it takes the pace at its next lease renewal (within a second)."""
+        now = utcnow()
+        live = (R.RUNNING, R.PAUSED)
+        async with self.engine.begin() as conn:
+            guard = and_(REDRIVES.c.id == redrive_id, REDRIVES.c.status.in_(live))
+            moved = await conn.execute(update(REDRIVES).where(guard).values(per_second=per_second, updated_at=now))
+            if moved.rowcount != 1:
+                status = (await conn.execute(select(REDRIVES.c.status).where(REDRIVES.c.id == redrive_id))).scalar()
+                raise Moved(str(status))
+            await event(conn, redrive_id, "rate_changed", actor, now)
+
     async def lease(self, owner: str, seconds: float) -> list[Row]:
         """The running redrives `owner` drives for the next `seconds`: those it held, and those no live lease
         holds. One indexed read when there is nothing to drive."""

@@ -1,5 +1,6 @@
 // Throttled redrives: start one (dead jobs by failure group or type, or failed deliveries by endpoint or event
-// type; N at most R a second), and follow each one's progress, status and history; pause, resume or cancel it.
+// type; N at most R a second), and follow each one's progress, status and history; pause, resume or cancel it, or
+// change its pace.
 import { api, jobTypes, query } from "../api.js";
 import { choice, filterForm, pager } from "../controls.js";
 import { action, badge, errorLine, every, field, h, notify, onSubmit, replace, section, short, when } from "../dom.js";
@@ -45,7 +46,24 @@ function buttons(redrive, changed) {
     confirm: name === "cancel" ? "Cancel this redrive? What it sent stays sent; the rest is left dead." : undefined,
   });
   const shown = ACTIONS[redrive.status].map((name) => action(LABELS[name], act(name), options(name)));
+  if (ACTIONS[redrive.status].length) shown.splice(1, 0, paceButton(redrive, changed));
   return h("div", { class: "actions" }, shown);
+}
+
+// A running or paused redrive's pace, asked in a prompt (the card is drawn again each second while it runs, so
+// a field inside it would lose what is being typed); in force within a second.
+function paceButton(redrive, changed) {
+  const retime = async () => {
+    const question = `New pace for redrive ${short(redrive.id)}: at most how many items a second (up to 1000)?`;
+    const asked = window.prompt(question, String(redrive.per_second));
+    if (asked === null || asked.trim() === "") return null;
+    const body = { per_second: Number(asked) };
+    const retimed = await api(`/api/v1/dlq/redrives/${redrive.id}`, { method: "PATCH", body });
+    await changed();
+    return retimed;
+  };
+  const done = (retimed) => (retimed ? `Pace set to at most ${retimed.per_second}/s.` : "Pace unchanged.");
+  return action("Change pace", retime, { done });
 }
 
 function card(redrive, changed) {
