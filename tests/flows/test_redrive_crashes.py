@@ -16,8 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.database import make_engine
 from app.core.statuses import RedriveKind
-from app.models.tables import JOB_EVENTS, JOBS
+from app.models.tables import JOBS
 from app.stores.redrives import NewRedrive, RedriveStore
+from tests.api.test_redrives import replays_by
 from tests.conftest import make_settings, settings_env, world_of_its_own
 from tests.support import app_process, make_job, wait_for
 
@@ -51,17 +52,6 @@ async def dead_jobs(db: AsyncEngine, n: int) -> list[str]:
 async def redrive_of(db: AsyncEngine, per_second: float) -> dict[str, Any]:
     new = NewRedrive(CLIENT, CLIENT, RedriveKind.JOBS, {"job_type": "echo"}, 1000, per_second)
     return await RedriveStore(db).create(new)
-
-
-async def replays_by(db: AsyncEngine, redrive_id: str) -> dict[str, int]:
-    query = select(JOB_EVENTS.c.job_id, JOB_EVENTS.c.detail).where(JOB_EVENTS.c.event == "replayed")
-    async with db.connect() as conn:
-        rows = (await conn.execute(query)).all()
-    counts: dict[str, int] = {}
-    for job_id, detail in rows:
-        if (detail or {}).get("redrive") == redrive_id:
-            counts[job_id] = counts.get(job_id, 0) + 1
-    return counts
 
 
 async def reading(db: AsyncEngine, redrive_id: str) -> dict[str, Any]:
