@@ -34,6 +34,8 @@ class Node:
     amqp_port: int
     dist_port: int
     home: Path
+    plugins: tuple[str, ...] = ()  # enabled at its start (none by default: the cluster's nodes need none)
+    conf: str = ""  # lines added to its rabbitmq.conf
 
     def __post_init__(self) -> None:
         # Every node here is started, stopped and killed by tests: never the machine's own, which other runs use.
@@ -75,10 +77,10 @@ class Node:
         cookie_file.write_text(cookie)
         cookie_file.chmod(0o400)
         (self.home / "rabbitmq-env.conf").write_text("")
-        (self.home / "enabled_plugins").write_text("[].\n")
+        (self.home / "enabled_plugins").write_text(f"[{','.join(self.plugins)}].\n")
         (self.home / "advanced.config").write_text("[].\n")
         (self.home / "rabbitmq.conf").write_text(
-            f"listeners.tcp.local = 127.0.0.1:{self.amqp_port}\nlog.file.level = warning\n"
+            f"listeners.tcp.local = 127.0.0.1:{self.amqp_port}\nlog.file.level = warning\n{self.conf}"
         )
 
     def start(self, die_with_parent: bool = False) -> None:
