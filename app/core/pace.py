@@ -11,8 +11,8 @@ class Pace:
     def __init__(self, per_second: float, now: float) -> None:
         self.per_second = per_second
         self.gap = 1 / per_second
-        self.cap = max(1, math.floor(per_second))  # items within any one second
         self.next_at = now  # when the next item may go
+        self.cap = max(1, math.floor(per_second))  # items within any one second
         self.sent: deque[tuple[float, int]] = deque()  # (when, how many) over the last second
 
     def retime(self, per_second: float) -> None:

@@ -1,6 +1,5 @@
 """Throttled redrives as the API offers them: start one, list them, read one, pause, resume or cancel it, change
-its pace. The
-runner that sends their items is services/upkeep/redrives.py.
+its pace. The runner that sends their items is services/upkeep/redrives.py.
 
 Whose items: a client's redrive takes only its own; an admin's takes every client's matching items (its
 `client_id` is null, and only admins see it)."""
