@@ -58,6 +58,7 @@ MATRIX = [
     Case("GET", "/api/v1/dlq/redrives/{id}", "redrive"),
     Case("POST", "/api/v1/dlq/redrives/{id}/pause", "redrive"),
     Case("POST", "/api/v1/dlq/redrives/{id}/resume", "redrive"),
+    Case("PATCH", "/api/v1/dlq/redrives/{id}", "redrive", {"per_second": 5}),
     Case("POST", "/api/v1/dlq/redrives/{id}/cancel", "redrive"),
     Case("GET", "/api/v1/dlq/groups/{id}", "group"),
     Case("POST", "/api/v1/workflows/{id}/cancel", "workflow"),
