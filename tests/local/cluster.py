@@ -241,7 +241,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    try:  # the process may be reaped between the signal and the read: then it is gone
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except FileNotFoundError:
+        return False
 
 
 def _wait_gone(node: Node, pid: int | None, seconds: float = 30) -> None:
