@@ -2,6 +2,7 @@
 history each time, and leased to the one process that drives each (`advance.py` sends their items)."""
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -93,11 +94,7 @@ class RedriveStore:
         if target is R.CANCELLED:
             values["finished_at"] = now
         async with self.engine.begin() as conn:
-            guard = and_(REDRIVES.c.id == redrive_id, REDRIVES.c.status.in_(sources))
-            moved = await conn.execute(update(REDRIVES).where(guard).values(**values))
-            if moved.rowcount != 1:
-                status = (await conn.execute(select(REDRIVES.c.status).where(REDRIVES.c.id == redrive_id))).scalar()
-                raise Moved(str(status))
+            await _change(conn, redrive_id, sources, values)
             await event(conn, redrive_id, _EVENTS[target], actor, now)
             if target is R.CANCELLED:
                 await forget_items(conn, redrive_id)
@@ -106,13 +103,8 @@ class RedriveStore:
         """A new pace for a running or paused redrive, with its row of history; Moved when it has ended. The
         process driving it takes the pace at its next lease renewal (within a second)."""
         now = utcnow()
-        live = (R.RUNNING, R.PAUSED)
         async with self.engine.begin() as conn:
-            guard = and_(REDRIVES.c.id == redrive_id, REDRIVES.c.status.in_(live))
-            moved = await conn.execute(update(REDRIVES).where(guard).values(per_second=per_second, updated_at=now))
-            if moved.rowcount != 1:
-                status = (await conn.execute(select(REDRIVES.c.status).where(REDRIVES.c.id == redrive_id))).scalar()
-                raise Moved(str(status))
+            await _change(conn, redrive_id, {R.RUNNING, R.PAUSED}, {"per_second": per_second, "updated_at": now})
             await event(conn, redrive_id, "rate_changed", actor, now)
 
     async def lease(self, owner: str, seconds: float) -> list[Row]:
@@ -188,6 +180,18 @@ def _matching(new: NewRedrive) -> tuple[Any, Any, list[ColumnElement[bool]]]:
     if chosen.get("event_type"):
         where.append(DELIVERIES.c.event_type == chosen["event_type"])
     return DELIVERIES, DELIVERIES.c.created_at, where
+
+
+async def _change(
+    conn: AsyncConnection, redrive_id: str, sources: Collection[RedriveStatus], values: dict[str, Any]
+) -> None:
+    """Set `values` on the redrive by compare-and-set on its status being one of `sources`; Moved, holding the
+    status it is in, when it is not."""
+    guard = and_(REDRIVES.c.id == redrive_id, REDRIVES.c.status.in_(sources))
+    moved = await conn.execute(update(REDRIVES).where(guard).values(**values))
+    if moved.rowcount != 1:
+        status = (await conn.execute(select(REDRIVES.c.status).where(REDRIVES.c.id == redrive_id))).scalar()
+        raise Moved(str(status))
 
 
 async def event(conn: AsyncConnection, redrive_id: str, what: str, actor: str | None, now: datetime) -> None:
