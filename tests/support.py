@@ -32,6 +32,7 @@ from app.schemas.unique import unique_columns
 from app.services.outbox import Outbox
 from app.stores import Stores, open_stores
 from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.flow import Admissions
 from app.workers.jobs.locks import JobLocks
 from app.workers.verdicts import Verdict
 from tests.local.ports import free_port as free_port  # one rule for every port a test or a bench run listens on
@@ -359,11 +360,14 @@ def outbox_for(stores: Stores, broker: Any, relay_after: float = 60, hold_second
 
 @contextlib.asynccontextmanager
 async def job_batches(engine: AsyncEngine, names: Names, redis_url: str) -> AsyncIterator[JobBatches]:
-    """The job worker's claim and finish batches, as production runs them (real Redis locks), publishing nothing."""
+    """The job worker's claim and finish batches, as production runs them (real Redis locks, keyed jobs admitted
+    in the claim's transaction; no releaser runs), publishing nothing."""
     redis = Redis.from_url(redis_url)
     stores = stores_for(engine, names)
     try:
-        yield JobBatches(stores.jobs, JobLocks(redis, 30_000), names, outbox_for(stores, NoBroker()))
+        outbox = outbox_for(stores, NoBroker())
+        admissions = Admissions(stores.flow, outbox)
+        yield JobBatches(stores.jobs, JobLocks(redis, 30_000), names, outbox, admissions=admissions)
     finally:
         await stores.close()
         await redis.aclose()

@@ -3,6 +3,7 @@ batch claims, judges and records many jobs, each row behind its own compare-and-
 
 import asyncio
 import itertools
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change, compare_and_set
 from app.stores.jobs.portable import CLAIM_QUEUED, _claim_due
 from app.stores.schedules.sql import due_claim
-from app.workers.jobs.batches import JobBatches
+from app.workers.jobs.batches import THROTTLED, JobBatches
 from app.workers.jobs.locks import Held
 from app.workers.jobs.outcomes import dead_lettered, succeeded
 from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
@@ -105,6 +106,28 @@ async def test_one_batch_judges_every_kind_of_job_as_rule_4_says(engine: AsyncEn
     pending = verdicts["pending"]
     assert isinstance(pending, Claimed) and len(pending.events) == 2  # queued, then running
     assert await trail(engine, jobs["pending"]["id"]) == ["queued", "running"]
+
+
+async def test_keyed_claims_are_admitted_in_the_claims_own_transaction(engine: AsyncEngine) -> None:
+    """A key of limit 2 and four of its jobs in one claim batch beside a job without keys: the oldest two claimed,
+    the other two dropped and held in the database with a `throttled` row, the keyless one claimed; one batch."""
+    client = "c_" + uuid.uuid4().hex[:12]
+    at = [NOW + timedelta(milliseconds=n) for n in range(4)]
+    keyed = [
+        make_job(at=t, client_id=client, status="queued", seq=1, concurrency_key="k", concurrency_limit=2) for t in at
+    ]
+    ids = await add(engine, *keyed, make_job(status="queued", seq=1))
+    async with job_batches(engine, Names(NS), REDIS_URL) as batches:
+        claims = await asyncio.gather(*(batches.claim(job_id, keyed=job_id in ids[:4]) for job_id in ids))
+        assert batches.claims.batches == 1
+    verdicts = [verdict for verdict, _ in claims]
+    assert [type(v).__name__ for v in verdicts] == ["Claimed", "Claimed", "Drop", "Drop", "Claimed"]
+    assert {v.why for v in verdicts if isinstance(v, Drop)} == {THROTTLED}
+    rows = [await row(engine, job_id) for job_id in ids]
+    assert [(r["status"], r["held"]) for r in rows] == [("running", None)] * 2 + [("queued", "concurrency")] * 2 + [
+        ("running", None)
+    ]
+    assert [await trail(engine, job_id) for job_id in ids[2:4]] == [["throttled"], ["throttled"]]
 
 
 async def test_outcomes_are_recorded_only_where_the_fencing_token_still_holds(engine: AsyncEngine) -> None:

@@ -1,12 +1,14 @@
 """Concurrency keys and rate limits (docs/flow-control.md, DESIGN.md rules 18 and 19): a keyed job is admitted
-before its claim, under its keys' row locks: granted a slot (and a start of its rate window) it goes on to the
-usual claim; otherwise it is held in the database with its reason, its message acked, and released, oldest first,
-as a slot or its window frees. One SQL implementation serves every database."""
+in its claim's transaction, before the claim, under its keys' row locks: granted a slot (and a start of its rate
+window) it is claimed; otherwise it is held in the database with its reason, its message acked, and released,
+oldest first, as a slot or its window frees. One SQL implementation serves every database."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.names import Lane
 from app.stores.flow.fair import LaneRef, LaneState
@@ -41,9 +43,13 @@ class KeyCounts:
 
 class FlowStore(Protocol):
     async def admit(self, job_ids: list[str]) -> Admission:
-        """Admit the keyed jobs among `job_ids` that are ready to start, in one transaction: each granted a slot
-        of its concurrency key (and a start of its rate window) or held with its reason and a `throttled` audit row
-        the first time. A job that is not ready (running, finished, not due, held already) is left to the claim."""
+        """`admit_in` in a transaction of its own."""
+
+    async def admit_in(self, conn: AsyncConnection, job_ids: list[str]) -> Admission:
+        """Admit the keyed jobs among `job_ids` that are ready to start, in `conn`'s transaction (the claim's): each
+        granted a slot of its concurrency key (and a start of its rate window) or held with its reason and a
+        `throttled` audit row the first time. A job that is not ready (running, finished, not due, held already) is
+        left to the claim."""
 
     async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
         """Release held jobs whose slot or window has come, oldest first: of `keys`' concurrency (None: of every

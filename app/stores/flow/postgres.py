@@ -93,7 +93,7 @@ WITH batch AS MATERIALIZED (
   SELECT id, client_id, concurrency_key AS key, concurrency_limit AS lim, created_at FROM jobs
   WHERE id = ANY($1::text[]) AND held IS NULL AND status IN {LIVE_SQL} AND concurrency_key IS NOT NULL
 ),
-counts AS (
+counts AS MATERIALIZED (
   SELECT b.client_id, b.key, c.taken, c.waiting FROM (SELECT DISTINCT client_id, key FROM batch) AS b,
   LATERAL (
     SELECT count(*) FILTER (WHERE (j.status = 'running' AND j.lease_until > $2)
@@ -166,25 +166,24 @@ class PgFlow(SqlFlow):
             found = await postgres.rows(conn, TO_RELEASE, params)
         return [KeyRef(row["client_id"], row["key"]) for row in found if row["key"] is not None], bool(found[0]["due"])
 
-    async def admit(self, job_ids: list[str]) -> Admission:
-        """See FlowStore.admit. A key that may have room for a job this holds is released by the caller once this
-        commits (`Admission.held_keys`), not here: every such key has a job held by this admission."""
+    async def admit_in(self, conn: AsyncConnection, job_ids: list[str]) -> Admission:
+        """See FlowStore.admit_in. A key that may have room for a job this holds is released by the caller once
+        this commits (`Admission.held_keys`), not here: every such key has a job held by this admission."""
         now = utcnow()
         since = now - self.lease
-        async with self.engine.begin() as conn:
-            waiting = await postgres.rows(conn, LOCK_WAITING, (job_ids, now, since))
-            if not waiting:
-                return Admission()
-            wanted = {lock for job in waiting for lock in key_locks(job)}
-            if waiting[0]["locked"] < len(wanted):  # a key's first admission: its row made (and locked) the usual way
-                await lock_keys(conn, wanted)
-            plain = [job["id"] for job in waiting if job["rate_key"] is None]
-            found = await postgres.rows(conn, ADMIT_PLAIN, (plain, now, since)) if plain else []
-            held = {row["id"]: Hold(CONCURRENCY, row["concurrency_key"]) for row in found}
-            keys = {KeyRef(row["client_id"], row["concurrency_key"]) for row in found}
-            rated = [job["id"] for job in waiting if job["rate_key"] is not None]
-            if not rated:
-                return Admission(set(held), [], None, keys)
-            query = select(*JOBS.c).where(C.id.in_(rated)).order_by(C.created_at, C.id)
-            jobs = [job_row(row._mapping) for row in await conn.execute(query)]
-            return await self._admit_rated(conn, jobs, now, Admitted(held, set(), keys), len(waiting))
+        waiting = await postgres.rows(conn, LOCK_WAITING, (job_ids, now, since))
+        if not waiting:
+            return Admission()
+        wanted = {lock for job in waiting for lock in key_locks(job)}
+        if waiting[0]["locked"] < len(wanted):  # a key's first admission: its row made (and locked) the usual way
+            await lock_keys(conn, wanted)
+        plain = [job["id"] for job in waiting if job["rate_key"] is None]
+        found = await postgres.rows(conn, ADMIT_PLAIN, (plain, now, since)) if plain else []
+        held = {row["id"]: Hold(CONCURRENCY, row["concurrency_key"]) for row in found}
+        keys = {KeyRef(row["client_id"], row["concurrency_key"]) for row in found}
+        rated = [job["id"] for job in waiting if job["rate_key"] is not None]
+        if not rated:
+            return Admission(set(held), [], None, keys)
+        query = select(*JOBS.c).where(C.id.in_(rated)).order_by(C.created_at, C.id)
+        jobs = [job_row(row._mapping) for row in await conn.execute(query)]
+        return await self._admit_rated(conn, jobs, now, Admitted(held, set(), keys), len(waiting))

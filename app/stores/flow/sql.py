@@ -62,21 +62,25 @@ class SqlFlow:
 
     async def admit(self, job_ids: list[str]) -> Admission:
         """See FlowStore.admit."""
+        async with self.engine.begin() as conn:
+            return await self.admit_in(conn, job_ids)
+
+    async def admit_in(self, conn: AsyncConnection, job_ids: list[str]) -> Admission:
+        """See FlowStore.admit_in."""
         now = utcnow()
         since = now - self.lease
-        async with self.engine.begin() as conn:
-            rows = await conn.execute(select(*JOBS.c).where(C.id.in_(job_ids)).order_by(C.created_at, C.id))
-            jobs = [job_row(row._mapping) for row in rows]
-            todo = [j for j in jobs if j["held"] is None and ready(j, now) and not holds_grant(j, since)]
-            todo = [j for j in todo if key_locks(j)]
-            if not todo:
-                return Admission()
-            await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
-            plain = [job for job in todo if job["rate_key"] is None]
-            held, room = await self._admit_plain(conn, plain, now)
-            keys = {KeyRef(j["client_id"], j["concurrency_key"] or "") for j in plain if j["id"] in held}
-            rated = [job for job in todo if job["rate_key"] is not None]
-            return await self._admit_rated(conn, rated, now, Admitted(held, room, keys), len(todo))
+        rows = await conn.execute(select(*JOBS.c).where(C.id.in_(job_ids)).order_by(C.created_at, C.id))
+        jobs = [job_row(row._mapping) for row in rows]
+        todo = [j for j in jobs if j["held"] is None and ready(j, now) and not holds_grant(j, since)]
+        todo = [j for j in todo if key_locks(j)]
+        if not todo:
+            return Admission()
+        await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
+        plain = [job for job in todo if job["rate_key"] is None]
+        held, room = await self._admit_plain(conn, plain, now)
+        keys = {KeyRef(j["client_id"], j["concurrency_key"] or "") for j in plain if j["id"] in held}
+        rated = [job for job in todo if job["rate_key"] is not None]
+        return await self._admit_rated(conn, rated, now, Admitted(held, room, keys), len(todo))
 
     async def _admit_rated(
         self, conn: AsyncConnection, jobs: list[JobRow], now: datetime, done: Admitted, limit: int

@@ -3,7 +3,7 @@
 transaction. Two implementations: `portable.PortableJobs` (SQLite, MSSQL by rendering) and `postgres.PgJobs`
 (array statements, a hot batch one statement), chosen once by `app.stores.open_stores`."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,8 @@ from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
 
 Moved = tuple[JobRow, Pending]  # a job as a move left it, and the event staged for it
+# Run first in a claim's transaction (the admission of keyed jobs): the ids it held back, which the claim leaves.
+Admit = Callable[[AsyncConnection], Awaitable[set[str]]]
 
 
 class NewJobs(NamedTuple):
@@ -88,8 +90,9 @@ class JobStore(Protocol):
     async def queue_published(self, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]) -> list[Pending]:
         """pending -> queued for jobs whose messages the broker confirmed, their outbox rows deleted."""
 
-    async def claim(self, job_ids: list[str]) -> list[Moved]:
-        """pending -> queued -> running for those among `job_ids` within their budget, each step recorded."""
+    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> list[Moved]:
+        """pending -> queued -> running for those among `job_ids` within their budget, each step recorded; with
+        `admit`, in its transaction after it, and not those it held back."""
 
     async def take_over(
         self, conn: AsyncConnection, changes: list[Change], where: tuple[ColumnElement[bool], ...]

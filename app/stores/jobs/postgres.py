@@ -14,7 +14,7 @@ from app.core.names import Names
 from app.models.rows import TrailRow, job_row
 from app.models.types import utcnow
 from app.stores import postgres
-from app.stores.jobs import Finished, Moved, NewJobs, Outcome
+from app.stores.jobs import Admit, Finished, Moved, NewJobs, Outcome
 from app.stores.jobs.moves import Change, Move, events_of, planned, trail_of
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres_sql import (
@@ -73,15 +73,16 @@ class PgJobs(PortableJobs):
         moved = await queue_recorded(conn, sorted(set(job_ids)), utcnow(), exchange, confirmed)
         return [staged_event(exchange, one.event) for one in moved]
 
-    async def claim(self, job_ids: list[str]) -> list[Moved]:
+    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> list[Moved]:
         """Rule 3's claim for a batch as one statement: the pending or queued among `job_ids` within their budget
         running, each step (pending -> queued, queued -> running) with its audit row and its event staged, in
-        the order of the steps."""
-        now = utcnow()
-        lease = now + timedelta(seconds=self.lease_seconds)
+        the order of the steps. With `admit`, a transaction: it, then the statement for the jobs it did not hold."""
         exchange = self.names.events_exchange
-        async with self.connections.autocommit() as conn:
-            moved = await claim_recorded(conn, sorted(set(job_ids)), now, lease, exchange)
+        async with self.engine.begin() if admit is not None else self.connections.autocommit() as conn:
+            held = await admit(conn) if admit is not None else set()
+            now = utcnow()
+            lease = now + timedelta(seconds=self.lease_seconds)
+            moved = await claim_recorded(conn, sorted(set(job_ids) - held), now, lease, exchange)
         return [(job_row(one.row), staged_event(exchange, one.event)) for one in moved]
 
     async def finish(self, outcomes: list[Outcome]) -> Finished:

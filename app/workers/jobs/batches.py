@@ -2,7 +2,6 @@
 its Redis locks taken and released in one round trip, its events published together after the commit."""
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from loguru import logger
@@ -12,15 +11,16 @@ from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.names import Names
-from app.models.rows import JobRow
 from app.services.outbox import Outbox
 from app.stores.jobs import JobStore, Outcome
 from app.stores.outbox import Pending
-from app.workers.jobs.claims import claim_queued, claim_rest
+from app.workers.jobs.claims import AdmitIn, Early, claim_queued, claim_rest
+from app.workers.jobs.flow import Admissions
 from app.workers.jobs.locks import Held, JobLocks, Lock
 from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
 
 ClaimOutcome = tuple[Verdict, Lock]
+THROTTLED = "job is throttled: it waits in the database for its concurrency key or rate window"
 
 
 @dataclass
@@ -31,47 +31,44 @@ class JobBatches:
     outbox: Outbox
     max_batch: int = 128
     failpoints: Failpoints = field(default_factory=Failpoints)
-    # Told the jobs whose outcomes each batch recorded, once it committed (their keys' next held jobs go then).
-    finished: Callable[[list[JobRow]], None] = lambda jobs: None
+    # Keyed jobs' admission, in the claim's transaction; told the jobs whose outcomes each batch recorded, once it
+    # committed (their keys' next held jobs go then).
+    admissions: Admissions | None = None
 
     def __post_init__(self) -> None:
         self._releasing: set[asyncio.Task[None]] = set()
-        self.claims = GroupCommit("job-claims", self.claim_batch, self.max_batch, is_unreachable)
+        self.claims = GroupCommit("job-claims", self._claim_items, self.max_batch, is_unreachable)
         self.finishes = GroupCommit("job-finishes", self._finish, self.max_batch, is_unreachable)
 
-    async def claim(self, job_id: str) -> ClaimOutcome:
-        """Lock and claim one job, batched with whatever else arrives meanwhile."""
-        return await self.claims.run(job_id)
+    async def claim(self, job_id: str, keyed: bool = False) -> ClaimOutcome:
+        """Lock and claim one job (`keyed`: admitted first, for its concurrency key or rate window), batched with
+        whatever else arrives meanwhile."""
+        return await self.claims.run((job_id, keyed))
+
+    async def _claim_items(self, items: list[tuple[str, bool]]) -> list[ClaimOutcome]:
+        return await self.claim_batch([job_id for job_id, _ in items], {job_id for job_id, keyed in items if keyed})
 
     async def finish(self, outcome: Outcome, lock: Lock) -> Pending | None:
         """Record one run's outcome (None when fenced out) and release its lock, batched."""
         return await self.finishes.run((outcome, lock))
 
-    async def claim_batch(self, job_ids: list[str]) -> list[ClaimOutcome]:
+    async def claim_batch(self, job_ids: list[str], keyed: set[str] | None = None) -> list[ClaimOutcome]:
         """A batch of claims, as `claims` flushes it (`claim` batches one with whatever else arrives). Locks and
-        the common claim at once (one Redis round trip beside one statement, where the database
-        takes it); then the jobs that claim did not take, unless another worker holds their lock."""
+        the common claim at once (one Redis round trip beside one statement, where the database takes it; the
+        `keyed` jobs' admission first in its transaction, and those it holds back dropped: they wait in the
+        database); then the jobs that claim did not take, unless another worker holds their lock."""
         keys = [self.names.job_lock_key(job_id) for job_id in job_ids]
-        locked, queued = await asyncio.gather(
-            self.locks.acquire(keys), claim_queued(self.store, list(dict.fromkeys(job_ids))), return_exceptions=True
-        )
+        admit = self._admit_in(sorted(keyed)) if keyed else None
+        claiming = claim_queued(self.store, list(dict.fromkeys(job_ids)), admit)
+        locked, queued = await asyncio.gather(self.locks.acquire(keys), claiming, return_exceptions=True)
         if isinstance(locked, BaseException):
             raise locked  # acquire reports Redis down as NO_REDIS: this is a bug, not an outage
         if isinstance(queued, BaseException):
             await self.locks.release(locked)
             raise queued
-        verdicts: list[Verdict | None] = []
-        seen: set[str] = set()
-        for job_id, lock in zip(job_ids, locked, strict=True):
-            if job_id in seen:  # a duplicate message in the same batch: the first one decides
-                verdicts.append(Defer(lock.seconds_left if lock.held is Held.THEIRS else self.store.lease_seconds))
-            elif job_id in queued.claimed:  # queued and now ours in the database, which is the truth (rule 3)
-                verdicts.append(queued.claimed[job_id])
-            elif lock.held is Held.THEIRS:
-                verdicts.append(Defer(lock.seconds_left))
-            else:
-                verdicts.append(None)
-            seen.add(job_id)
+        if self.admissions is not None and keyed:
+            self.admissions.admitted(queued.admission)
+        verdicts = self._early_verdicts(job_ids, locked, queued)
         try:
             rest = [j for j, v in zip(job_ids, verdicts, strict=True) if v is None]
             decided = iter(await claim_rest(self.store, rest, queued) if rest else [])
@@ -85,11 +82,36 @@ class JobBatches:
         self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters | Drop) for p in v.events])
         return list(zip(final, locked, strict=True))
 
+    def _admit_in(self, job_ids: list[str]) -> AdmitIn | None:
+        if self.admissions is None:
+            return None
+        store = self.admissions.store
+        return lambda conn: store.admit_in(conn, job_ids)
+
+    def _early_verdicts(self, job_ids: list[str], locked: list[Lock], queued: Early) -> list[Verdict | None]:
+        """What the common claim and the locks decided for each message; None: the job is read and judged."""
+        verdicts: list[Verdict | None] = []
+        seen: set[str] = set()
+        for job_id, lock in zip(job_ids, locked, strict=True):
+            if job_id in seen:  # a duplicate message in the same batch: the first one decides
+                verdicts.append(Defer(lock.seconds_left if lock.held is Held.THEIRS else self.store.lease_seconds))
+            elif job_id in queued.admission.held:
+                verdicts.append(Drop(THROTTLED))
+            elif job_id in queued.claimed:  # queued and now ours in the database, which is the truth (rule 3)
+                verdicts.append(queued.claimed[job_id])
+            elif lock.held is Held.THEIRS:
+                verdicts.append(Defer(lock.seconds_left))
+            else:
+                verdicts.append(None)
+            seen.add(job_id)
+        return verdicts
+
     async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
         recorded, followed = await self.store.finish([outcome for outcome, _ in items])
         done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
-        self.finished([outcome.job for outcome in done])
+        if self.admissions is not None:
+            self.admissions.finished([outcome.job for outcome in done])
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([*(staged for staged in recorded if staged is not None), *followed])

@@ -3,14 +3,18 @@ and judged one by one (a due retry or an expired lease is taken over, a spent bu
 job whose cancel was asked for cancelled, the rest dropped, deferred or raced), its moves made by the job store."""
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.failure_groups import group_of
 from app.core.statuses import HOLDABLE, DeadReason, JobStatus
 from app.models.rows import JobRow
 from app.models.tables import JOBS
 from app.models.types import utcnow
+from app.stores.flow import Admission
 from app.stores.jobs import JobStore
 from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
@@ -20,12 +24,18 @@ from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Ver
 S = JobStatus
 
 
-@dataclass(frozen=True)
+# The admission of keyed jobs, in the claim's transaction (FlowStore.admit_in, its job ids given).
+AdmitIn = Callable[[AsyncConnection], Awaitable[Admission]]
+
+
+@dataclass
 class Early:
-    """What `claim_queued` did: the jobs it claimed, and the events it staged for each job it moved."""
+    """What `claim_queued` did: the jobs it claimed, the events it staged for each job it moved, and what its
+    admission did (the keyed jobs it held back wait in the database now)."""
 
     claimed: dict[str, Claimed]
     events: dict[str, list[Pending]]
+    admission: Admission = field(default_factory=Admission)
 
 
 @dataclass(frozen=True)
@@ -38,11 +48,17 @@ class Take:
     stop: bool = False
 
 
-async def claim_queued(store: JobStore, job_ids: list[str]) -> Early:
+async def claim_queued(store: JobStore, job_ids: list[str], admit: AdmitIn | None = None) -> Early:
     """The common claim alone, in a transaction of its own: the pending among `job_ids` queued, the queued within
-    their budget running, each step with its audit row and event."""
+    their budget running, each step with its audit row and event. `admit` first, in the same transaction: the
+    keyed jobs it holds back are left out."""
     early = Early({}, defaultdict(list))
-    for job, event in await store.claim(job_ids) if job_ids else []:
+
+    async def admitting(conn: AsyncConnection) -> set[str]:
+        early.admission = await admit(conn) if admit is not None else Admission()
+        return early.admission.held
+
+    for job, event in await store.claim(job_ids, admitting if admit is not None else None) if job_ids else []:
         early.events[job["id"]].append(event)
         if job["status"] == S.RUNNING:
             early.claimed[job["id"]] = Claimed(job, early.events[job["id"]])

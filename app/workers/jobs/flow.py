@@ -1,8 +1,9 @@
 """The job worker's side of concurrency keys and rate limits (docs/flow-control.md): a keyed job's message is
-admitted before its claim, many messages' admissions in one transaction (rule 17); one held back is acked and waits
-in the database (rule 18). A releaser task sends the next held job of a key as soon as a run of that key finishes,
-and a job held for its rate window as soon as the window lets it start; the `held_release` loop of every process
-sweeps whatever these miss (a process that died before its release, a lease that ran out)."""
+admitted in its claim's transaction, before the claim (the claim batch's, rule 17: workers/jobs/batches.py); one
+held back is acked and waits in the database (rule 18). A releaser task sends the next held job of a key as soon as
+a run of that key finishes, and a job held for its rate window as soon as the window lets it start; the
+`held_release` loop of every process sweeps whatever these miss (a process that died before its release, a lease
+that ran out)."""
 
 import asyncio
 import contextlib
@@ -11,12 +12,10 @@ from datetime import datetime
 
 from loguru import logger
 
-from app.core.database import is_unreachable
-from app.core.group_commit import GroupCommit
 from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services.outbox import Outbox
-from app.stores.flow import FlowStore, KeyRef
+from app.stores.flow import Admission, FlowStore, KeyRef
 
 RELEASE_BATCH = 200
 
@@ -25,7 +24,6 @@ RELEASE_BATCH = 200
 class Admissions:
     store: FlowStore
     outbox: Outbox
-    max_batch: int = 128
     idle_seconds: float = 1.0  # how long the releaser sleeps with nothing to release
     _keys: set[KeyRef] = field(default_factory=set)
     _window: datetime | None = None
@@ -33,26 +31,17 @@ class Admissions:
     _stopping: bool = False
     _task: "asyncio.Task[None] | None" = None
 
-    def __post_init__(self) -> None:
-        self.batches = GroupCommit("job-admissions", self._admit, self.max_batch, is_unreachable)
-
-    async def held(self, job_id: str) -> bool:
-        """Whether this keyed job's message found its key full (or its window spent): the job waits in the database
-        now and its message is acked. False: the job may go on to its claim (granted a slot, or not waiting)."""
-        held = await self.batches.run(job_id)
-        if held:
-            logger.info("job {} throttled: it waits in the database for its key", job_id)
-        return held
-
-    async def _admit(self, job_ids: list[str]) -> list[bool]:
-        admission = await self.store.admit(list(dict.fromkeys(job_ids)))
+    def admitted(self, admission: Admission) -> None:
+        """An admission that just committed (with its claim): what it released goes out, and a key of a job it held
+        is looked at again (a run of that key may have ended meanwhile)."""
         self.outbox.publish_soon(admission.staged)
-        if admission.held_keys:  # a run of their key may have ended while this held them: look again, now
+        if admission.held:
+            logger.info("throttled (waiting in the database for their keys): {}", sorted(admission.held))
+        if admission.held_keys:
             self._keys |= admission.held_keys
             self._wake.set()
         if admission.next_window is not None:
             self._expect(admission.next_window)
-        return [job_id in admission.held for job_id in job_ids]
 
     def finished(self, jobs: list[JobRow]) -> None:
         """Runs whose outcomes just committed: their keys' next held jobs are released at once."""
@@ -97,12 +86,10 @@ class Admissions:
                 await self._release()
 
     def start(self) -> None:
-        self.batches.reopen()
         self._stopping = False
         self._task = asyncio.create_task(self._run(), name="flow-releaser")
 
     async def stop(self) -> None:
-        await self.batches.close()
         self._stopping = True
         self._wake.set()
         if self._task is not None:

@@ -1,9 +1,8 @@
 """The job worker's side of held work (DESIGN.md rule 18): which job types are paused, as one process knows them,
 the hold of a paused type's job whose message arrives, the hold of a job of a type this process has no handler for
-(and the release of those of its own types other workers held), and the admission of a keyed job
-(workers/jobs/flow.py). A
-held job waits in the database, its message acked; its release (services/job_types.release_held, the flow
-releases) sends it again once its reason has passed."""
+(and the release of those of its own types other workers held), and the releases of keyed jobs (workers/jobs/flow.py;
+a keyed job's admission is in its claim's transaction). A held job waits in the database, its message acked; its
+release (services/job_types.release_held, the flow releases) sends it again once its reason has passed."""
 
 import asyncio
 import contextlib
@@ -144,17 +143,17 @@ class Holds:
         """A job worker's holds: its view of the pauses, and its admissions."""
         settings, stores = resources.settings, resources.stores
         paused = PausedTypes(stores.job_types, settings.pause_refresh_seconds)
-        admissions = Admissions(stores.flow, outbox, settings.job_batch_size, settings.pause_refresh_seconds)
+        admissions = Admissions(stores.flow, outbox, settings.pause_refresh_seconds)
         known = frozenset(JOB_TYPES)
         unknown = UnknownTypes(stores.jobs, outbox, known, settings.pause_refresh_seconds)
         return cls(stores.jobs, paused, admissions, unknown, settings.job_batch_size)
 
     async def held(self, message: JobMessage) -> bool:
         """Whether this message's job waits in the database now, its message to be acked: its type is paused and
-        the job, waiting to start, is held (by this message or an earlier one), or its concurrency key or rate
-        window holds it back. False, the usual claim follows: the type is not paused and the job has no keys (a
-        set lookup and a flag, all the cost for such a job), the job is past waiting, it was granted its run, or
-        its type was resumed since this process last read the pauses (the hold reads them again)."""
+        the job, waiting to start, is held (by this message or an earlier one), or no handler here knows its type.
+        False, the claim follows (a keyed job's admitted first, in its transaction): the type is not paused (a set
+        lookup, all the cost for most jobs), the job is past waiting, or its type was resumed since this process
+        last read the pauses (the hold reads them again)."""
         if await self.unknown.held(message):
             return True
         if message.job_type in self.paused.types:
@@ -162,7 +161,7 @@ class Holds:
             if held:
                 logger.info("job {} held: its type {} is paused", message.job_id, message.job_type)
                 return True
-        return message.keyed and await self.admissions.held(message.job_id)
+        return False
 
     async def _hold(self, job_ids: list[str]) -> list[bool]:
         held = await self.store.hold(job_ids, HeldReason.PAUSED)

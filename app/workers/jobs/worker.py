@@ -72,7 +72,7 @@ class JobWorker:
         self.holds = Holds.of(self.resources, self.outbox)
         self.turns = Turns(fairness(self.resources, self.outbox))
         self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
-        self.batches.finished = self.holds.admissions.finished
+        self.batches.admissions = self.holds.admissions
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
         self.progress = Progress(self.store, self.resources.broker, names, settings.job_batch_size)
         self._heartbeat: asyncio.Task[None] | None = None
@@ -152,7 +152,7 @@ class JobWorker:
             wait = circuit.retry_after or self.breakers.cooldown_seconds / 10
             await self._defer(message, job_message, wait)
             return
-        verdict, lock = await self._claim(job_message.job_id)
+        verdict, lock = await self._claim(job_message.job_id, job_message.keyed)
         self.turns.claimed(job_message)  # it left its lane, whatever the claim decided
         if circuit.probe and not isinstance(verdict, Claimed):
             await self.breakers.release_probe(job_message.job_type)
@@ -182,10 +182,11 @@ class JobWorker:
             self.outbox.publish_soon([staged])
         await message.reject(requeue=False)
 
-    async def _claim(self, job_id: str) -> tuple[Verdict, Lock]:
-        """Claim through the batch; a claim that lost a race decides again, a few times, then waits a lease."""
+    async def _claim(self, job_id: str, keyed: bool) -> tuple[Verdict, Lock]:
+        """Claim through the batch (`keyed`: admitted first); a claim that lost a race decides again, a few times,
+        then waits a lease."""
         for _ in range(CLAIM_TRIES):
-            verdict, lock = await self.batches.claim(job_id)
+            verdict, lock = await self.batches.claim(job_id, keyed)
             if not isinstance(verdict, Raced):
                 return verdict, lock
         return Defer(self.store.lease_seconds), lock
