@@ -10,8 +10,11 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from app.api.deps import get_admin, get_principal
+from app.core.event_bodies import inlined
+from app.core.names import Names
 from app.schemas.errors import ErrorOut
 from app.schemas.job import JOB_OUT_EXAMPLE, JOB_REQUEST, JOB_REQUEST_EXAMPLES
+from app.services.event_catalogue import catalogue
 
 MAX_SUMMARY = 80
 # How every authenticated operation is called: get_principal reads this header itself.
@@ -54,6 +57,15 @@ DB_RETRY_AFTER = {
         "schema": {"type": "integer"},
     }
 }
+# The headers every delivery carries that a receiver verifies it by (the Standard Webhooks scheme).
+SIGNATURE_HEADERS = [
+    {"name": name, "in": "header", "required": True, "description": text, "schema": {"type": "string"}}
+    for name, text in (
+        ("webhook-id", "The delivery id (`msg_…`), the same on every retry: deduplicate on it."),
+        ("webhook-timestamp", "Unix seconds at this attempt."),
+        ("webhook-signature", "`v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{body}`."),
+    )
+]
 VALIDATION_EXAMPLE = {
     "detail": "The request is not valid: query.limit.",
     "code": "validation_error",
@@ -87,8 +99,31 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 _finish(schema["paths"][context.path_format][method.lower()], route)
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
+    schema["webhooks"] = event_webhooks()
     app.openapi_schema = schema
     return schema
+
+
+def event_webhooks() -> dict[str, Any]:
+    """The events a receiver gets, as OpenAPI 3.1 `webhooks`: for each type of the catalogue, the POST it receives,
+    its body's schema (inlined), an example, and the headers that sign it (docs/webhooks.md)."""
+    return {
+        kind.type: {
+            "post": {
+                "operationId": "on_" + kind.type.replace(".", "_"),
+                "summary": kind.description,
+                "parameters": SIGNATURE_HEADERS,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": inlined(kind.schema), "example": kind.example}},
+                },
+                "responses": {
+                    "2XX": {"description": "Received. Any other answer (or none within the timeout) is retried."}
+                },
+            }
+        }
+        for kind in catalogue(Names("example"))
+    }
 
 
 def _finish(operation: dict[str, Any], route: APIRoute) -> None:

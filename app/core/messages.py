@@ -4,12 +4,21 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import orjson
 
 from app.core.broker import DIRECT_REPLY_TO, Outgoing
+from app.core.event_bodies import (
+    JOB_FIELDS,
+    WORKFLOW_FIELDS,
+    EventJob,
+    EventWorkflow,
+    JobEventBody,
+    TestEventBody,
+    WorkflowEventBody,
+)
 from app.core.names import PROGRESS, TEST_EVENT, Names, broker_priority, event_type, lane_of
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -162,7 +171,7 @@ def progress_event(names: Names, job: Mapping[str, Any], at: datetime) -> Outgoi
 
 
 def _event(names: Names, job: Mapping[str, Any], id_: str, kind: str, created_at: datetime) -> Outgoing:
-    body = {
+    body: JobEventBody = {
         "id": id_,
         "type": event_type(kind),
         "created_at": created_at,
@@ -215,48 +224,22 @@ def workflow_subject(workflow: Any) -> dict[str, Any]:
     return {"id": None, "client_id": workflow["client_id"], "job_type": None, "workflow_id": workflow["id"]}
 
 
-PUBLIC_FIELDS = (
-    "id",
-    "client_id",
-    "job_type",
-    "status",
-    "priority",
-    "attempts",
-    "max_retries",
-    "payload",
-    "result",
-    "error",
-    "idempotency_key",
-    "callback_url",
-    "request_id",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "finished_at",
-    "run_at",
-    "workflow_id",
-    "ref",
-    "depends_on",
-    "progress",
-)
+PUBLIC_FIELDS = JOB_FIELDS  # a job's fields in its events, as the event bodies' types list them
 
 
-def public_job(job: Mapping[str, Any]) -> dict[str, Any]:
+def public_job(job: Mapping[str, Any]) -> EventJob:
     """A job as clients see it: the contract's fields, nothing internal."""
-    return {name: job.get(name) for name in PUBLIC_FIELDS}
+    return cast(EventJob, {name: job.get(name) for name in JOB_FIELDS})
 
 
-WORKFLOW_FIELDS = ("id", "client_id", "name", "status", "on_failure", "counts", "created_at", "finished_at")
-
-
-def public_workflow(workflow: Mapping[str, Any]) -> dict[str, Any]:
+def public_workflow(workflow: Mapping[str, Any]) -> EventWorkflow:
     """A workflow as its events carry it: the contract's fields and its jobs' counts by status, not its jobs."""
-    return {name: workflow.get(name) for name in WORKFLOW_FIELDS}
+    return cast(EventWorkflow, {name: workflow.get(name) for name in WORKFLOW_FIELDS})
 
 
 def workflow_event(names: Names, workflow: Mapping[str, Any]) -> Outgoing:
     """The event that ends a workflow (or any later change of its status), as workflow.<status>."""
-    body = {
+    body: WorkflowEventBody = {
         "id": f"evt_wf_{workflow['id'].replace('-', '')}_{workflow['seq']}",
         "type": f"workflow.{workflow['status']}",
         "created_at": workflow["updated_at"],
@@ -274,7 +257,7 @@ def workflow_event(names: Names, workflow: Mapping[str, Any]) -> Outgoing:
     )
 
 
-def webhook_test_event(event_id: str, endpoint_id: str, created_at: datetime) -> dict[str, Any]:
+def webhook_test_event(event_id: str, endpoint_id: str, created_at: datetime) -> TestEventBody:
     """The `webhook.test` event an endpoint's test sends: no job, the endpoint's id as its data."""
     return {"id": event_id, "type": TEST_EVENT, "created_at": created_at, "seq": 0, "data": {"webhook_id": endpoint_id}}
 

@@ -1,6 +1,6 @@
-"""Every event type a webhook receiver can get, each with a line on when it is sent and an example body made by the
-very functions that build the real events (core/messages.py), so an example cannot drift from what is sent.
-The events are plain dicts, not pydantic models: the catalogue gives examples, not JSON Schemas."""
+"""Every event type a webhook receiver can get, each with a line on when it is sent, the JSON Schema of its body
+(made from the types the builders return, core/event_bodies.py) and an example body made by the very functions that
+build the real events (core/messages.py), so neither can drift from what is sent."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.core.broker import Outgoing
+from app.core.event_bodies import JobEventBody, TestEventBody, WorkflowEventBody, event_schema
 from app.core.messages import dumps, job_event, loads, progress_event, webhook_test_event, workflow_event
 from app.core.names import JOB_EVENTS, PROGRESS_EVENT, TEST_EVENT, WORKFLOW_EVENTS, Names
 from app.core.statuses import JobStatus, WorkflowStatus
@@ -43,6 +44,17 @@ class EventKind:
     subscribable: bool  # an endpoint may name it in `events`
     default: bool  # an endpoint that names no events gets it
     example: dict[str, Any]
+    schema: dict[str, Any]
+
+
+def schema_of(kind: str) -> dict[str, Any]:
+    """The JSON Schema of the body of the event type `kind` (one of the catalogue's)."""
+    if kind == TEST_EVENT:
+        return event_schema(TestEventBody, kind)
+    if kind in WORKFLOW_EVENTS:
+        return event_schema(WorkflowEventBody, kind, kind.removeprefix("workflow."))
+    status = JobStatus.RUNNING if kind == PROGRESS_EVENT else kind.removeprefix("job.")
+    return event_schema(JobEventBody, kind, status)
 
 
 def catalogue(names: Names) -> list[EventKind]:
@@ -51,10 +63,12 @@ def catalogue(names: Names) -> list[EventKind]:
         **{kind: _job_example(names, kind.removeprefix("job.")) for kind in JOB_EVENTS},
         PROGRESS_EVENT: lambda: _body(progress_event(names, _example_job(JobStatus.RUNNING), AT)),
         **{kind: _workflow_example(names, kind.removeprefix("workflow.")) for kind in WORKFLOW_EVENTS},
-        TEST_EVENT: lambda: webhook_test_event("evt_test_5f0c8a7e", "6c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", AT),
+        TEST_EVENT: lambda: dict(webhook_test_event("evt_test_5f0c8a7e", "6c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", AT)),
     }
     return [
-        EventKind(kind, DESCRIPTIONS[kind], kind != TEST_EVENT, kind in JOB_EVENTS, loads(dumps(example())))
+        EventKind(
+            kind, DESCRIPTIONS[kind], kind != TEST_EVENT, kind in JOB_EVENTS, loads(dumps(example())), schema_of(kind)
+        )
         for kind, example in examples.items()
     ]
 
@@ -64,7 +78,11 @@ def _example_job(status: str) -> dict[str, Any]:
     `public_job`, the same as a real event's)."""
     job = {**JOB_OUT_EXAMPLE, **JOB_CHANGES.get(status, {}), "status": status, "seq": SEQ.get(status, 3)}
     if status == JobStatus.RUNNING:
-        job |= {"result": None, "finished_at": None, "progress": {"fraction": 0.4, "message": "page 2 of 5"}}
+        job |= {
+            "result": None,
+            "finished_at": None,
+            "progress": {"fraction": 0.4, "message": "page 2 of 5", "updated_at": AT},
+        }
     return job
 
 

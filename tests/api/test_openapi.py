@@ -1,6 +1,7 @@
 """The OpenAPI document as tools read it: valid against the OpenAPI specification, every operation with a readable
 unique operationId, a summary and its error answers in the one error shape, and every example valid."""
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from app.api.deps import AdminDep
+from app.core.names import SUBSCRIBABLE_EVENTS, TEST_EVENT
 from app.main import create_app
 from tests.conftest import make_settings
 
@@ -44,6 +46,22 @@ def openapi() -> dict[str, Any]:
 def test_the_document_is_valid_openapi(openapi: dict[str, Any]) -> None:
     assert openapi["openapi"].startswith("3.1")
     validate(openapi)
+
+
+def test_every_event_type_is_a_webhook_with_its_body_schema_and_signature_headers(openapi: dict[str, Any]) -> None:
+    hooks = openapi["webhooks"]
+    assert list(hooks) == [*SUBSCRIBABLE_EVENTS, TEST_EVENT]
+    for kind, item in hooks.items():
+        media = item["post"]["requestBody"]["content"]["application/json"]
+        assert media["schema"]["properties"]["type"] == {"const": kind, "title": "Type", "type": "string"}
+        assert "$defs" not in json.dumps(media["schema"])  # inlined: no reference to resolve inside the document
+        assert [p["name"] for p in item["post"]["parameters"]] == [
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+        ]
+    job = hooks["job.dead_lettered"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert job["properties"]["data"]["properties"]["job"]["properties"]["status"]["const"] == "dead_lettered"
 
 
 def test_every_operation_has_a_readable_unique_id_and_a_summary(openapi: dict[str, Any]) -> None:
