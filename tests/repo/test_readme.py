@@ -4,9 +4,11 @@ page shows are the files the tests run, and its links and the docs' links lead s
 import asyncio
 import json
 import re
+import sys
 from pathlib import Path
 
-from tests.live_service import live_service
+from tests.conftest import world_of_its_own
+from tests.live_service import Service, live_service
 from tests.support import ROOT
 
 README = ROOT / "README.md"
@@ -56,19 +58,21 @@ def test_every_relative_link_leads_to_a_file() -> None:
                 assert anchor in anchors(path), f"{doc.relative_to(ROOT)} links to {target}: no such heading"
 
 
+async def walk(service: Service, folder: Path, *command: str) -> str:
+    """What a walk-through printed, run in `folder` with `API` and `KEY` set for `service` (it must succeed)."""
+    env = {"API": service.base_url, "KEY": service.admin_key, "PATH": "/usr/bin:/bin"}
+    pipe = asyncio.subprocess.PIPE
+    process = await asyncio.create_subprocess_exec(*command, env=env, cwd=folder, stdout=pipe, stderr=pipe)
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
 async def test_the_readme_walk_through_runs_as_a_script_against_a_live_service(tmp_path: Path) -> None:
     script = marked_blocks(README.read_text())["walkthrough"]
     async with live_service(tmp_path / "api.log") as service:
-        process = await asyncio.create_subprocess_exec(
-            *("bash", "-e", "-o", "pipefail", "-c", script),
-            env={"API": service.base_url, "KEY": service.admin_key, "PATH": "/usr/bin:/bin"},
-            cwd=tmp_path,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    ready, job, trail, batch, stats, retried, replayed = [json.loads(line) for line in out.decode().splitlines()]
+        out = await walk(service, tmp_path, "bash", "-e", "-o", "pipefail", "-c", script)
+    ready, job, trail, batch, stats, retried, replayed = [json.loads(line) for line in out.splitlines()]
     assert ready["status"] == "ok"
     assert (job["status"], job["result"]) == ("succeeded", {"hello": "world"})
     assert (trail[0]["event"], trail[-1]["event"]) == ("created", "succeeded")
@@ -79,3 +83,18 @@ async def test_the_readme_walk_through_runs_as_a_script_against_a_live_service(t
     assert stats["by_reason"]["permanent_error"] >= 1
     assert retried["id"] == replayed["id"]
     assert (replayed["status"], replayed["result"]) == ("succeeded", {"attempts": 2})
+
+
+async def test_the_readme_python_walk_through_runs_against_a_live_service(tmp_path: Path) -> None:
+    script = tmp_path / "walk.py"
+    script.write_text(marked_blocks(README.read_text())["walkthrough-python"])
+    async with (  # a database of its own: the DLQ's counts are every client's to the admin key
+        world_of_its_own("readme-py") as world,
+        live_service(tmp_path / "api.log", **world) as service,
+    ):
+        out = await walk(service, tmp_path, sys.executable, str(script))
+    assert out.splitlines() == [
+        "succeeded {'hello': 'world'} ['created', 'queued', 'running', 'succeeded']",
+        "dead_lettered {'permanent_error': 1}",
+        "succeeded",
+    ]
