@@ -1,7 +1,10 @@
-"""The receivers in examples/, one in Python and one in Node, each on the Standard Webhooks library of its own
-ecosystem, verify our real deliveries unchanged, and refuse one signed with another secret."""
+"""The receivers in examples/, in Python and in Node (each on the Standard Webhooks library of its own ecosystem) and
+in Go (on its standard library: the Go package does not install here, its module proxy unreachable), verify our
+real deliveries unchanged, and refuse one signed with another secret."""
 
+import asyncio
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +21,16 @@ from tests.support import ROOT, Api, free_port, wait_for
 RECEIVERS = {
     "python": [sys.executable, str(ROOT / "examples" / "receiver.py")],
     "node": ["node", str(ROOT / "examples" / "receiver.js")],
+    "go": [],  # built first (go_receiver)
 }
+
+
+def go_receiver(folder: Path) -> list[str]:
+    """examples/receiver-go built into `folder`, as `go build` makes it: the command that runs it."""
+    binary = folder / "receiver-go"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "GOCACHE": str(folder / "gocache")}
+    subprocess.run(["go", "build", "-o", str(binary), "."], cwd=ROOT / "examples" / "receiver-go", env=env, check=True)
+    return [str(binary)]
 
 
 @pytest.mark.parametrize("kind", sorted(RECEIVERS))
@@ -30,7 +42,8 @@ async def test_the_example_receiver_verifies_a_real_delivery(
     url = f"http://127.0.0.1:{port}/hook"
     endpoint = (await api.client.post("/api/v1/webhooks", json={"url": url}, headers=headers)).json()
     out = tmp_path / "receiver.out"
-    async with running_example(RECEIVERS[kind], port, out, WEBHOOK_SECRET=endpoint["secret"]):
+    command = RECEIVERS[kind] or await asyncio.to_thread(go_receiver, tmp_path)
+    async with running_example(command, port, out, WEBHOOK_SECRET=endpoint["secret"]):
         job = (await api.submit(headers)).json()
         text = await wait_for(lambda: printed(out, "job.succeeded"), within=20)
         forged = await _forged_delivery(url)

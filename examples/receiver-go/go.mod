@@ -1,0 +1,3 @@
+module example.com/taskq-receiver
+
+go 1.19
