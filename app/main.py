@@ -34,7 +34,7 @@ from app.api.routes import (
 )
 from app.api.state import ApiState
 from app.api.submit_path import SubmitPath
-from app.core import metrics
+from app.core import metrics, tracing
 from app.core.collector import settle
 from app.core.config import Settings, get_settings
 from app.core.database import server_warning
@@ -224,4 +224,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     dashboard.mount(app)
     docs_pages.mount(app)
     app.openapi = partial(build_openapi, app)  # type: ignore[method-assign]
+    if tracing.setup("api"):
+        tracing.instrument_app(app)
     return app

@@ -17,6 +17,8 @@ it started and returns table rows.
   retention loop pruning them and with their retention off, taking turns; what pruning costs the drain.
 - flow (bench/flow.py): the drain with its jobs spread over concurrency keys and without, taking turns; and how
   soon a slot a finished job frees is taken by the next job of its key.
+- tracing (bench/tracing.py): the drain with tracing off, with its code path taken out, and on (every span
+  exported over OTLP/HTTP to a sink), taking turns; what tracing costs when unused and when used.
 - progress (bench/progress.py): the drain of short sleep jobs reporting progress every 10 ms and without
   progress, taking turns; what the reports (throttled to one write a second per job) cost.
 - noisy (bench/noisy.py): a client's 20,000-job backlog drained while another client submits a job a second:
@@ -58,6 +60,7 @@ from bench.scaling import scaling
 from bench.sizes import FULL, QUICK, Sizes
 from bench.slow_endpoint import slow_endpoint
 from bench.soak import soak
+from bench.tracing import tracing
 from bench.webhooks import webhooks
 from bench.workflows import workflows
 
@@ -72,6 +75,7 @@ SCENARIOS: dict[str, Scenario] = {
     "metrics_cost": metrics_cost,
     "retention": retention,
     "flow": flow,
+    "tracing": tracing,
     "progress": progress,
     "noisy": noisy,
     "workflows": workflows,

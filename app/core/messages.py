@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from app.core import tracing
 from app.core.broker import DIRECT_REPLY_TO, Outgoing
 from app.core.event_bodies import (
     JOB_FIELDS,
@@ -86,6 +87,8 @@ def job_outgoing(names: Names, message: JobMessage, retry_count: int = 0) -> Out
     headers: dict[str, Any] = {RETRY_COUNT_HEADER: retry_count}
     if message.request_id:
         headers[REQUEST_ID_HEADER] = message.request_id
+    if tracing.enabled():  # the submit's trace context: the worker's spans continue it
+        headers |= tracing.headers()
     return Outgoing(
         exchange=names.jobs_exchange,
         routing_key=names.lane_key(lane_of(message.priority)),
@@ -137,8 +140,15 @@ def bundle(events: list[Outgoing]) -> Outgoing:
         return events[0]
     first = events[0]
     body = b"[" + b",".join(event.body for event in events) + b"]"
+    traces = {e.message_id: e.headers[tracing.TRACEPARENT] for e in events if tracing.TRACEPARENT in e.headers}
+    headers: dict[str, Any] = {tracing.BUNDLE_HEADER: traces} if traces else {}
     return Outgoing(
-        first.exchange, first.routing_key, body, message_id=f"{first.message_id}+{len(events) - 1}", mandatory=False
+        first.exchange,
+        first.routing_key,
+        body,
+        headers,
+        message_id=f"{first.message_id}+{len(events) - 1}",
+        mandatory=False,
     )
 
 
@@ -199,6 +209,7 @@ class JobEvent:
     seq: int
     job: dict[str, Any]
     created_at: str | None = None
+    trace: dict[str, str] | None = None  # the trace context its fan-out continues (tracing on)
 
     @classmethod
     def from_bytes(cls, body: bytes) -> "JobEvent":

@@ -37,6 +37,8 @@ ENV_HEADER = """\
 # Settings come from the environment and from `.env` in the working directory; the environment wins.
 # `make run` writes `.env` itself (the two keys below). Put in `.env` only the lines you want to change;
 # do not copy this file whole: an `ADMIN_API_KEY=` line, even empty, stops `make run` from creating a key.
+# Tracing is off unless the OpenTelemetry SDK's own variables, set in the environment (not here), name an OTLP
+# endpoint: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (docs/observability.md).
 """
 
 PAGE_HEADER = """\
@@ -51,6 +53,9 @@ when it, or `.env.example`, drifts from the model. To add or change a setting, e
 `make run` sets `EMBEDDED_WORKERS` and `WEBHOOK_ALLOW_PRIVATE_NETWORKS` to `true` unless they are set in the
 environment (a value in `.env` does not stop it); it does not write them into `.env`. `DATABASE_URL` takes
 PostgreSQL, SQLite or MSSQL: see [databases.md](databases.md).
+
+Tracing is configured by the OpenTelemetry SDK's own `OTEL_*` variables, in the environment (not `.env`), and is
+off unless one names an OTLP endpoint: [observability.md](observability.md).
 """
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from loguru import logger
 
+from app.core import tracing
 from app.core.broker import Broker, Outgoing, PublishError
 from app.core.database import is_unreachable
 from app.core.group_commit import GroupCommit
@@ -57,7 +58,8 @@ class Outbox:
         if not staged:
             return []
         messages, carried = self._bundled([p.message for p in staged])
-        outcomes = await self._broker.publish_many(messages)
+        with tracing.span("taskq.publish", **{"messaging.batch.message_count": len(messages)}):
+            outcomes = await self._broker.publish_many(messages)
         errors: list[PublishError | None] = [None] * len(staged)
         for error, rows in zip(outcomes, carried, strict=True):
             for row in rows:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from loguru import logger
 
+from app.core import tracing
 from app.core.config import Settings
 from app.runtime import Runtime, add_worker_process
 from app.workers.jobs.worker import JobWorker
@@ -18,6 +19,7 @@ async def run_worker_process(
     """Run until signalled; in-flight work gets the grace period to finish."""
     stop = asyncio.Event()
     on_signals(stop)
+    tracing.setup(f"{kind}-worker")
     async with Runtime.opened(settings, role=f"{kind}-worker") as runtime:
         if kind == "jobs":
             add_worker_process(runtime, JobWorker)

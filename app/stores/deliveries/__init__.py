@@ -43,10 +43,12 @@ class Fanned:
     body: bytes
     targets: list[Target]
     request_id: str | None
+    trace: dict[str, str] | None = None  # the fan-out's trace context, for its deliveries' messages (tracing on)
 
     @classmethod
     def of(cls, event: JobEvent, body: bytes, targets: list[Target], request_id: str | None) -> "Fanned":
-        return cls(event.id, event.type, event.job["client_id"], event.job["id"], body, targets, request_id)
+        client, job = event.job["client_id"], event.job["id"]
+        return cls(event.id, event.type, client, job, body, targets, request_id, event.trace)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,8 @@ class PortableDeliveries:
         for start in range(0, len(rows), ROWS_PER_INSERT):
             await conn.execute(insert(DELIVERIES).values(rows[start : start + ROWS_PER_INSERT]))
         staged: list[list[Pending]] = [[] for _ in fanned]
-        for owner, pending in zip(owners, await self.outbox.stage(conn, messages_of(self.names, rows)), strict=True):
+        messages = messages_of(self.names, rows, owners, fanned)
+        for owner, pending in zip(owners, await self.outbox.stage(conn, messages), strict=True):
             staged[owner].append(pending)
         return staged
 

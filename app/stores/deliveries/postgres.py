@@ -69,7 +69,7 @@ class PgDeliveries(PortableDeliveries):
             return [[] for _ in fanned]
         now = utcnow()
         rows, owners = new_rows(fanned, wanted, set(), now)
-        messages = messages_of(self.names, rows)
+        messages = messages_of(self.names, rows, owners, fanned)
         outbox = outbox_columns(rows_of(messages, now))
         columns = (
             *_delivery_columns(rows),

@@ -58,12 +58,15 @@ def _delivery_row(row_id: str, item: Fanned, target: Target, now: datetime) -> D
     }
 
 
-def messages_of(names: Names, rows: list[DeliveryRow]) -> list[Outgoing]:
-    """The message that asks for each new delivery's first attempt."""
-    return [
-        delivery_outgoing(names, row["id"], row["request_id"], endpoint_key(row["endpoint_id"], row["url"]))
-        for row in rows
-    ]
+def messages_of(names: Names, rows: list[DeliveryRow], owners: list[int], fanned: list[Fanned]) -> list[Outgoing]:
+    """The message that asks for each new delivery's first attempt (with its event's fan-out's trace context, when
+    tracing is on: each attempt continues that trace)."""
+    messages = []
+    for row, owner in zip(rows, owners, strict=True):
+        message = delivery_outgoing(names, row["id"], row["request_id"], endpoint_key(row["endpoint_id"], row["url"]))
+        message.headers.update(fanned[owner].trace or {})
+        messages.append(message)
+    return messages
 
 
 def targets_of(events: list[JobEvent], endpoints: Iterable[Mapping[Any, Any]]) -> list[list[Target]]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 
-from app.core import metrics
+from app.core import metrics, tracing
 from app.core.database import is_unreachable
 from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
@@ -20,6 +20,7 @@ from app.workers.jobs.locks import Held, JobLocks, Lock
 from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
 
 ClaimOutcome = tuple[Verdict, Lock]
+Finishing = tuple[Outcome, Lock, dict[str, str] | None]  # an outcome, its run's lock, its trace context
 THROTTLED = "job is throttled: it waits in the database for its concurrency key or rate window"
 
 
@@ -49,8 +50,9 @@ class JobBatches:
         return await self.claim_batch([job_id for job_id, _ in items], {job_id for job_id, keyed in items if keyed})
 
     async def finish(self, outcome: Outcome, lock: Lock) -> Pending | None:
-        """Record one run's outcome (None when fenced out) and release its lock, batched."""
-        return await self.finishes.run((outcome, lock))
+        """Record one run's outcome (None when fenced out) and release its lock, batched; its event carries the
+        caller's trace context (when tracing is on)."""
+        return await self.finishes.run((outcome, lock, tracing.headers() if tracing.enabled() else None))
 
     async def claim_batch(self, job_ids: list[str], keyed: set[str] | None = None) -> list[ClaimOutcome]:
         """A batch of claims, as `claims` flushes it (`claim` batches one with whatever else arrives). Locks and
@@ -106,16 +108,19 @@ class JobBatches:
             seen.add(job_id)
         return verdicts
 
-    async def _finish(self, items: list[tuple[Outcome, Lock]]) -> list[Pending | None]:
-        recorded, followed = await self.store.finish([outcome for outcome, _ in items])
-        done = [outcome for (outcome, _), staged in zip(items, recorded, strict=True) if staged is not None]
+    async def _finish(self, items: list[Finishing]) -> list[Pending | None]:
+        recorded, followed = await self.store.finish([outcome for outcome, _, _ in items])
+        for (_, _, trace), staged in zip(items, recorded, strict=True):
+            if trace and staged is not None:  # tracing on: the event continues the run's trace
+                staged.message.headers.update(trace)
+        done = [outcome for (outcome, _, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
         if self.admissions is not None:
             self.admissions.finished([outcome.job for outcome in done])
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([*(staged for staged in recorded if staged is not None), *followed])
-        self._release_soon([lock for _, lock in items])
+        self._release_soon([lock for _, lock, _ in items])
         return recorded
 
     def _release_soon(self, locks: list[Lock]) -> None:

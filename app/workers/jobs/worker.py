@@ -7,7 +7,7 @@ from typing import Any
 
 from loguru import logger
 
-from app.core import metrics
+from app.core import metrics, tracing
 from app.core.backoff import Tier, jittered_ms, tier_for_wait
 from app.core.breaker import BreakerState
 from app.core.broker import Broker, PublishError
@@ -30,6 +30,7 @@ from app.services.artifacts import artifact_service
 from app.services.fairness import fairness
 from app.services.job_type_breakers import job_type_breakers
 from app.services.outbox import Outbox
+from app.stores.jobs import Outcome
 from app.stores.outbox import Pending
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
@@ -143,6 +144,12 @@ class JobWorker:
             await message.reject(requeue=False)
             return
         worker_request_id.set(job_message.request_id or job_message.job_id)
+        attributes = {"job.id": job_message.job_id, "job.type": job_message.job_type}
+        with tracing.consuming("job.process", message.headers, **attributes):
+            await self._process(message, job_message)
+
+    async def _process(self, message: Message, job_message: JobMessage) -> None:
+        """The message's job held, deferred, or claimed and run (in the span of `_handle`, when tracing is on)."""
         if await self.holds.held(job_message):
             await message.ack()  # it waits in the database (paused, throttled): its release sends it again
             return
@@ -152,7 +159,8 @@ class JobWorker:
             wait = circuit.retry_after or self.breakers.cooldown_seconds / 10
             await self._defer(message, job_message, wait)
             return
-        verdict, lock = await self._claim(job_message.job_id, job_message.keyed)
+        with tracing.span("job.claim"):
+            verdict, lock = await self._claim(job_message.job_id, job_message.keyed)
         self.turns.claimed(job_message)  # it left its lane, whatever the claim decided
         if circuit.probe and not isinstance(verdict, Claimed):
             await self.breakers.release_probe(job_message.job_type)
@@ -212,6 +220,11 @@ class JobWorker:
         return await run_sealed(ctx, job, sealed, self.box, limit_seconds)
 
     async def _run(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
+        attributes = {"job.id": job["id"], "job.type": job["job_type"], "job.attempt": job["attempts"]}
+        with tracing.span("job.run", **attributes):
+            await self._running(message, job, lock, probe)
+
+    async def _running(self, message: Message, job: JobRow, lock: Lock, probe: bool) -> None:
         attempt = self._start(job, lock)
         ran = metrics.duration(job["job_type"])
         started = time.perf_counter()
@@ -245,6 +258,12 @@ class JobWorker:
         await self._judge(job["job_type"], None, probe)
         await self._succeeded(message, job, lock, result)
 
+    async def _finish(self, outcome: Outcome, lock: Lock) -> Pending | None:
+        """Record the run's outcome through the batch (in a span of its own: its event continues the trace there)."""
+        tracing.annotate(**{"job.outcome": str(outcome.to)})
+        with tracing.span("job.finish"):
+            return await self.batches.finish(outcome, lock)
+
     def _ended(self, job: JobRow) -> JobRow:
         """The run is over: its lease no longer renewed; the job with its last progress report, for its outcome."""
         self.leases.drop(job["id"])
@@ -254,7 +273,7 @@ class JobWorker:
         """Record the result (a result the database refuses fails the job for good), then ack."""
         outcome = succeeded(job, result)
         try:
-            staged = await self.batches.finish(outcome, lock)
+            staged = await self._finish(outcome, lock)
         except Exception as exc:
             if is_unreachable(exc):
                 raise  # the database is down: unacked, the message comes back and the job runs again
@@ -271,7 +290,7 @@ class JobWorker:
         """The handler was stopped for the job's cancel: record it cancelled, fenced like any outcome (one recorded
         first, or a newer run's, stands), then ack: its message is never run again."""
         outcome = cancelled(job)
-        staged = await self.batches.finish(outcome, lock)
+        staged = await self._finish(outcome, lock)
         if staged is not None:
             self.replies.send(message, job["id"], JobStatus.CANCELLED)
             job_log.finished(job, outcome.to, outcome.values["finished_at"])
@@ -299,7 +318,7 @@ class JobWorker:
         if isinstance(plan, DeadLetter):
             logger.warning("job {} dead-lettered ({}): {}", job["id"], plan.reason, error["message"])
             outcome = dead_lettered(job, error, plan.reason)
-            staged = await self.batches.finish(outcome, lock)
+            staged = await self._finish(outcome, lock)
             if staged is not None:
                 self.replies.dead_lettered(message, job["id"])
                 job_log.finished(job, outcome.to, outcome.values["finished_at"])
@@ -307,7 +326,7 @@ class JobWorker:
             return
         attempt, delay = job["attempts"], round((plan.next_attempt_at - utcnow()).total_seconds(), 1)
         logger.info("job {} attempt {} failed, retrying in ~{}s: {}", job["id"], attempt, delay, error["message"])
-        staged = await self.batches.finish(retrying(job, error, plan.next_attempt_at), lock)
+        staged = await self._finish(retrying(job, error, plan.next_attempt_at), lock)
         if staged is None:  # refused: a newer run owns the job, or its cancel was asked for (never retried then)
             await self._cancelled(message, job, lock)
             return

@@ -3,13 +3,13 @@
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 from loguru import logger
 
-from app.core import metrics, safe_http
+from app.core import metrics, safe_http, tracing
 from app.core.backoff import Tier, busy_wait, jittered_ms, parse_retry_after, tier_at_most, tier_for_wait
 from app.core.failpoints import Failpoints
 from app.core.group_commit import GroupCommit
@@ -25,7 +25,7 @@ from app.core.statuses import DeadReason, WorkerKind, WorkerState
 from app.models.rows import DeliveryRow
 from app.models.types import utcnow
 from app.services.outbox import Outbox
-from app.stores.deliveries import GONE, Attempt
+from app.stores.deliveries import GONE, Attempt, Event
 from app.workers import unprocessable
 from app.workers.consumers import ConsumerGroup, consumer_report
 from app.workers.reports import WorkerReport
@@ -133,9 +133,18 @@ class WebhookWorker:
             for event, body in events
             if event.type in SUBSCRIBABLE_EVENTS  # queued, running: no endpoint can ask for them
         ]
-        if wanted:
+        if wanted and tracing.enabled():
+            await asyncio.gather(*(self._traced_fan_out(item, message, alone) for item in wanted))
+        elif wanted:
             await asyncio.gather(*(self.batches.fan_out(item) for item in wanted))
         await message.ack()
+
+    async def _traced_fan_out(self, item: Event, message: Message, alone: bool) -> None:
+        """One event's fan-out in a span that continues its run's trace; its deliveries continue the span's."""
+        event, body, request_id = item
+        parent = tracing.event_trace(message.headers, event.id, alone)
+        with tracing.consuming("webhook.fan_out", parent, **{"event.id": event.id, "event.type": event.type}):
+            await self.batches.fan_out((replace(event, trace=tracing.headers()), body, request_id))
 
     async def _deliver(self, message: Message) -> None:
         delivery_id = json.loads(message.body).get("delivery_id", "")
@@ -144,6 +153,10 @@ class WebhookWorker:
         if key is not None and not operator and self.gate.busy(key):
             await self._wait_busy(message)  # a slow endpoint with every slot here busy: no database work
             return
+        with tracing.consuming("webhook.deliver", message.headers, **{"delivery.id": delivery_id}):
+            await self._claimed(message, delivery_id, operator)
+
+    async def _claimed(self, message: Message, delivery_id: str, operator: bool) -> None:
         match await self.batches.claim(delivery_id):
             case Drop(why):
                 logger.info("dropping delivery message {}: {}", delivery_id, why)
