@@ -1,7 +1,7 @@
 """OpenTelemetry across the processes, against an OTLP/HTTP receiver: a client's span, the API process's submit,
 the job worker process's claim, run and finish, the webhook worker process's fan-out and delivery attempt, and the
-receiver's own `traceparent` are one trace, each span the child of the one before it; each process exports its
-own spans. With no OTLP endpoint configured, tracing stays off."""
+`traceparent` of the delivery the receiver verified are one trace, each span the child of the one before it; each
+process exports its own spans. With no OTLP endpoint configured, tracing stays off."""
 
 import itertools
 import uuid
@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from taskq_client import verify_webhook
 
 from app.core import tracing
 from tests.conftest import ADMIN_KEY, make_settings, settings_env, world_of_its_own
@@ -58,7 +59,8 @@ async def test_one_trace_runs_from_a_client_through_submit_run_and_delivery_to_t
                 await _serving(http, [api, jobs, webhooks])
                 admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
                 hook = {"url": hooks.url("/traced"), "events": ["job.succeeded"]}
-                assert (await http.post("/api/v1/webhooks", json=hook, headers=admin)).status_code == 201
+                endpoint = await http.post("/api/v1/webhooks", json=hook, headers=admin)
+                assert endpoint.status_code == 201, endpoint.text
                 traced = {**admin, "traceparent": f"00-{trace_id}-{client_span}-01"}
                 job = {"job_type": "echo", "payload": {"traced": True}}
                 submitted = await http.post("/api/v1/jobs", json=job, headers=traced)
@@ -85,7 +87,9 @@ async def test_one_trace_runs_from_a_client_through_submit_run_and_delivery_to_t
         assert child.parent_id == parent.span_id, (child.name, parent.name)
     submit = next(ancestors(spans, chain[-1]))
     assert submit.service == "taskq-api" and submit.parent_id == client_span  # the API joined the caller's trace
-    received = hooks.on("/traced")[0].headers["traceparent"]
+    delivery = hooks.on("/traced")[0]
+    assert verify_webhook(endpoint.json()["secret"], delivery.headers, delivery.body)["type"] == "job.succeeded"
+    received = delivery.headers["traceparent"]
     assert received.split("-")[1:3] == [trace_id, chain[0].span_id]  # the receiver's trace continues ours
 
 
