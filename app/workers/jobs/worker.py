@@ -72,8 +72,9 @@ class JobWorker:
         failpoints = Failpoints.parse(settings.failpoints)
         self.holds = Holds.of(self.resources, self.outbox)
         self.turns = Turns(fairness(self.resources, self.outbox))
-        self.batches = JobBatches(self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints)
-        self.batches.admissions = self.holds.admissions
+        self.batches = JobBatches(
+            self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints, self.holds.admissions
+        )
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
         self.progress = Progress(self.store, self.resources.broker, names, settings.job_batch_size)
         self._heartbeat: asyncio.Task[None] | None = None
