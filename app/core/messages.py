@@ -51,6 +51,9 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 
 
+GRANT_MARGIN_SECONDS = 5.0
+
+
 @dataclass(frozen=True)
 class JobMessage:
     """What a lane carries: the full job to run, so the worker needs no read to start."""
@@ -63,20 +66,38 @@ class JobMessage:
     max_retries: int
     timeout_seconds: float | None
     request_id: str | None
-    keyed: bool = False  # it has a concurrency key or a rate key: admitted before its claim (workers/jobs/flow.py)
+    keyed: bool = False  # it has a concurrency key or a rate key: admitted in its claim (workers/jobs/batches.py)
     fair: bool = False  # its client had jobs waiting their turn: its claim releases the next (services/fairness.py)
+    # A release granted it its slot (and its window's start), counted as taken until then (Unix seconds): a claim
+    # well before then needs no admission (`admitted`).
+    granted_until: float | None = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "JobMessage":
-        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in ("job_id", "keyed", "fair")}
+    def from_row(cls, row: Mapping[str, Any], grant_seconds: float | None = None) -> "JobMessage":
+        """The message of a job as `row` has it; `grant_seconds`: how long a fresh grant of it holds its slot (the
+        flow store's lease), so the message carries the grant's end."""
+        own = ("job_id", "keyed", "fair", "granted_until")
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name not in own}
         keyed = row.get("concurrency_key") is not None or row.get("rate_key") is not None
-        return cls(job_id=row["id"], keyed=keyed, **fields)
+        until = None
+        granted = row.get("granted_at")
+        if keyed and grant_seconds is not None and granted is not None and row.get("granted_run") == row["runs"] + 1:
+            until = granted.timestamp() + grant_seconds
+        return cls(job_id=row["id"], keyed=keyed, granted_until=until, **fields)
 
     @classmethod
     def from_bytes(cls, body: bytes) -> "JobMessage":
         data = loads(body)
-        fields = {name: data.get(name) for name in cls.__dataclass_fields__ if name not in ("keyed", "fair")}
-        return cls(keyed=data.get("keyed") is True, fair=data.get("fair") is True, **fields)
+        own = ("keyed", "fair", "granted_until")
+        fields = {name: data.get(name) for name in cls.__dataclass_fields__ if name not in own}
+        until = data.get("granted_until")
+        until = float(until) if isinstance(until, int | float) and not isinstance(until, bool) else None
+        return cls(keyed=data.get("keyed") is True, fair=data.get("fair") is True, granted_until=until, **fields)
+
+    def admitted(self, now: float) -> bool:
+        """Whether its claim may skip the admission: a release granted it a slot that holds for a while yet (a
+        margin for the clocks of the worker and of the process that granted it)."""
+        return self.granted_until is not None and now < self.granted_until - GRANT_MARGIN_SECONDS
 
     def to_bytes(self) -> bytes:
         return dumps(self.__dict__)

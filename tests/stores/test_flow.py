@@ -14,6 +14,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.messages import JobMessage
 from app.core.names import Names
 from app.core.statuses import HeldReason
 from app.models.claims import insert_missing
@@ -85,6 +86,11 @@ async def test_a_key_grants_its_free_slots_and_holds_the_rest_in_order(engine: A
     released, staged = await stores.flow.release([KeyRef(client, "k")], 10)
 
     assert released == 1 and [p.message.message_id for p in staged] == [ids[2]]  # the oldest held job
+    message = JobMessage.from_bytes(staged[0].message.body)
+    async with engine.connect() as conn:
+        granted_at = (await conn.execute(select(JOBS.c.granted_at).where(JOBS.c.id == ids[2]))).scalar_one()
+    assert message.keyed and message.granted_until == granted_at.timestamp() + stores.flow.lease.total_seconds()
+    assert message.admitted(granted_at.timestamp()) and not message.admitted(message.granted_until - 1)
     assert (await held_of(engine, ids))[ids[2]] is None and (await held_of(engine, ids))[ids[3]] == "concurrency"
     assert (await stores.flow.release([KeyRef(client, "k")], 10))[0] == 0  # the granted one holds the slot
     assert (await stores.flow.admit([ids[2]])).held == set()  # its grant lets its message through

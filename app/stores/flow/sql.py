@@ -13,6 +13,7 @@ from typing import NamedTuple
 from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.broker import Outgoing
 from app.core.names import Names
 from app.models.rows import JobRow, job_row
 from app.models.tables import FLOW_STARTS, JOBS
@@ -99,7 +100,7 @@ class SqlFlow:
                 if ref.key:
                     keys.add(ref)
         freed = await self._release_keys(conn, sorted(ref for ref in room if ref.key), now, limit)
-        staged = await self.outbox.stage(conn, lane_messages(self.names, freed))
+        staged = await self.outbox.stage(conn, self._messages(freed))
         windows = [hold.until for hold in held.values() if hold.until is not None]
         return Admission(set(held), staged, min(windows, default=None), keys)
 
@@ -130,6 +131,11 @@ class SqlFlow:
         room = {ref for ref, (taken, waiting) in counts.items() if waiting and taken < limit_of(jobs, ref)}
         return {job["id"]: Hold(CONCURRENCY, job["concurrency_key"] or "") for job in holds if job["id"] in held}, room
 
+    def _messages(self, freed: list[JobRow]) -> list[Outgoing]:
+        """The lane messages of jobs just granted their slots: each says how long its grant holds, so its claim
+        before then skips the admission."""
+        return lane_messages(self.names, freed, grant_seconds=self.lease.total_seconds())
+
     async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
         """See FlowStore.release."""
         now = utcnow()
@@ -139,12 +145,12 @@ class SqlFlow:
             async with self.engine.begin() as conn:
                 await lock_keys(conn, [(str(CONCURRENCY), ref.client_id, ref.key) for ref in refs])
                 freed = await self._release_keys(conn, refs, now, limit)
-                staged += await self.outbox.stage(conn, lane_messages(self.names, freed))
+                staged += await self.outbox.stage(conn, self._messages(freed))
                 released += len(freed)
         if window_due:
             async with self.engine.begin() as conn:
                 freed = await self._release_windows(conn, now, limit)
-                staged += await self.outbox.stage(conn, lane_messages(self.names, freed))
+                staged += await self.outbox.stage(conn, self._messages(freed))
                 released += len(freed)
         return released, staged
 

@@ -133,13 +133,16 @@ async def take_released(
     return await release_in_order(conn, due, release_statement(job_types, reason))
 
 
-def lane_messages(names: Names, jobs: list[JobRow], fair: bool = False) -> list[Outgoing]:
+def lane_messages(
+    names: Names, jobs: list[JobRow], fair: bool = False, grant_seconds: float | None = None
+) -> list[Outgoing]:
     """The lane message of each released job (a retry's with its attempts so far, as the relay's net sends it);
-    `fair`: released in its client's turn, so its claim releases the next (stores/flow/fair.py)."""
+    `fair`: released in its client's turn, so its claim releases the next (stores/flow/fair.py); `grant_seconds`:
+    released by flow control with a grant that holds its slot that long (its claim then needs no admission)."""
     return [
         job_outgoing(
             names,
-            replace(JobMessage.from_row(job), fair=fair),
+            replace(JobMessage.from_row(job, grant_seconds), fair=fair),
             job["attempts"] if job["status"] == JobStatus.RETRYING else 0,
         )
         for job in jobs

@@ -161,7 +161,8 @@ class JobWorker:
             await self._defer(message, job_message, wait)
             return
         with tracing.span("job.claim"):
-            verdict, lock = await self._claim(job_message.job_id, job_message.keyed)
+            keyed = job_message.keyed and not job_message.admitted(time.time())
+            verdict, lock = await self._claim(job_message.job_id, keyed)
         self.turns.claimed(job_message)  # it left its lane, whatever the claim decided
         if circuit.probe and not isinstance(verdict, Claimed):
             await self.breakers.release_probe(job_message.job_type)
