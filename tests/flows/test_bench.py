@@ -25,6 +25,7 @@ SCENARIOS = (
     "metrics_cost",
     "retention",
     "flow",
+    "tracing",
     "progress",
     "noisy",
     "workflows",
