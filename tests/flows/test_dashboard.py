@@ -488,6 +488,7 @@ async def test_a_workflow_is_cancelled_from_its_page(service: Service, tab_of: T
     workflow = await service.start_workflow(
         key, "doomed", step("nap", job_type="sleep", seconds=60), step("after", "nap")
     )
+    await service.until_status(key, job_ids(workflow)["nap"], "running")  # the cancel stops a run, every time
     await sign_in(service, page, key)
     await page.goto(f"{service.url}/dashboard#/workflows/{workflow['id']}")
     await expect(page.locator("#live-state")).to_have_text("Live updates: on")
@@ -496,9 +497,9 @@ async def test_a_workflow_is_cancelled_from_its_page(service: Service, tab_of: T
     assert (await asked.value).message.startswith("Cancel the workflow doomed?")
     await expect(page.locator("#toast")).to_have_text("Workflow cancelled.")
     await expect(page.locator('#workflow-dag a.node[data-ref="after"]')).to_have_attribute("data-status", "cancelled")
+    await service.until_workflow(key, workflow["id"], "cancelled")  # the service ended it; then the page shows it
     await expect(page.locator("h1 [data-status]")).to_have_attribute("data-status", "cancelled")
     await expect(page.get_by_role("button", name="Cancel workflow")).to_have_count(0)
-    await service.until_workflow(key, workflow["id"], "cancelled")
 
 
 async def test_a_client_key_sees_neither_another_clients_jobs_nor_the_workers(service: Service, tab_of: Tab) -> None:
