@@ -206,6 +206,13 @@ async def test_the_events_iterator_reconnects_after_a_cut_and_misses_nothing(wor
     assert [event.type for event in seen] == ["job.succeeded", "job.succeeded"]
 
 
+async def test_the_events_iterator_raises_a_refusal_it_cannot_retry(world: World) -> None:
+    async with AsyncClient(world.service.base_url, "tq_not_a_key") as stranger:
+        with pytest.raises(ApiError) as refused:
+            await asyncio.wait_for(stranger.events().__anext__(), 10)
+    assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+
+
 def _received(receiver: Receiver, path: str) -> Iterator[tuple[dict[str, str], bytes]]:
     for request in receiver.on(path):
         yield request.headers, request.body

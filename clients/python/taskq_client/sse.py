@@ -74,24 +74,32 @@ def _headers(last_id: str | None) -> dict[str, str]:
     return {"Accept": "text/event-stream", **({"Last-Event-ID": last_id} if last_id else {})}
 
 
+def _refused(answer: httpx.Response) -> None:
+    """An error answer to opening the stream: a client error (a 401, a 404) raises `ApiError`; a server's (a 503
+    while it restarts) is tried again, as a dropped connection is."""
+    if answer.status_code < 500:
+        raise ApiError.of(answer)
+
+
 def stream(
     http: httpx.Client, url: str, params: dict[str, str], last_id: str | None, until_terminal: bool
 ) -> Iterator[Event]:
-    """Events of the stream at `url`, reconnecting after a drop; with `until_terminal`, ends after a job's terminal
-    event (the job stream's end). An error answer (a 401, a 404) raises `ApiError`."""
+    """Events of the stream at `url`, reconnecting after a drop or a server error; with `until_terminal`, ends after
+    a job's terminal event (the job stream's end). A client error (a 401, a 404) raises `ApiError`."""
     parser = Parser(last_id)
     while True:
         try:
             with http.stream("GET", url, params=params, headers=_headers(parser.last_id), timeout=None) as answer:
                 if answer.status_code >= 400:
                     answer.read()
-                    raise ApiError.of(answer)
-                for line in answer.iter_lines():
-                    event = parser.feed(line)
-                    if event is not None:
-                        yield event
-                        if until_terminal and event.type in TERMINAL:
-                            return
+                    _refused(answer)
+                else:
+                    for line in answer.iter_lines():
+                        event = parser.feed(line)
+                        if event is not None:
+                            yield event
+                            if until_terminal and event.type in TERMINAL:
+                                return
         except (httpx.TransportError, httpx.RemoteProtocolError):
             pass
         time.sleep(parser.retry)
@@ -107,13 +115,14 @@ async def astream(
             async with http.stream("GET", url, params=params, headers=_headers(parser.last_id), timeout=None) as answer:
                 if answer.status_code >= 400:
                     await answer.aread()
-                    raise ApiError.of(answer)
-                async for line in answer.aiter_lines():
-                    event = parser.feed(line)
-                    if event is not None:
-                        yield event
-                        if until_terminal and event.type in TERMINAL:
-                            return
+                    _refused(answer)
+                else:
+                    async for line in answer.aiter_lines():
+                        event = parser.feed(line)
+                        if event is not None:
+                            yield event
+                            if until_terminal and event.type in TERMINAL:
+                                return
         except (httpx.TransportError, httpx.RemoteProtocolError):
             pass
         await anyio.sleep(parser.retry)
