@@ -256,9 +256,6 @@ def workflow_subject(workflow: Any) -> dict[str, Any]:
     return {"id": None, "client_id": workflow["client_id"], "job_type": None, "workflow_id": workflow["id"]}
 
 
-PUBLIC_FIELDS = JOB_FIELDS  # a job's fields in its events, as the event bodies' types list them
-
-
 def public_job(job: Mapping[str, Any]) -> EventJob:
     """A job as clients see it: the contract's fields, nothing internal."""
     return cast(EventJob, {name: job.get(name) for name in JOB_FIELDS})

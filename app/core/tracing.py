@@ -33,9 +33,9 @@ def enabled() -> bool:
 
 
 def setup(role: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """Start tracing in this process when it is configured (once; `role` names it: `taskq-api`, `taskq-jobs`, …,
-    unless `OTEL_SERVICE_NAME` does): the SDK's provider with a batching OTLP/HTTP exporter, and the libraries'
-    instrumentations. Whether tracing is on."""
+    """Start tracing in this process when it is configured (once; `role` names it: `taskq-api`,
+    `taskq-jobs-worker`, `taskq-webhooks-worker`, unless `OTEL_SERVICE_NAME` does): the SDK's provider with a
+    batching OTLP/HTTP exporter, and the libraries' instrumentations. Whether tracing is on."""
     if _state["on"] or not configured(environ):
         return _state["on"]
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -2,7 +2,7 @@
 claim batch, a finish batch and a confirmation batch each one statement with their audit rows and events
 (data-modifying CTEs). Each status change's guard is its step's (`app/stores/steps.py`)."""
 
-from app.core.messages import PUBLIC_FIELDS
+from app.core.event_bodies import JOB_FIELDS
 from app.stores import steps
 from app.stores.outbox.postgres import INSERT_OUTBOX
 from app.stores.postgres import shifted
@@ -148,7 +148,7 @@ _EVENT_BODY = (
     "'{\"id\":' || to_json(" + _EVENT_ID + ")::text || ',\"type\":' || to_json('job.' || m.status)::text"
     " || ',\"created_at\":' || " + _timestamp_text("m.updated_at") + " || ',\"seq\":' || m.seq"
     ' || \',"data":{"job":{\' || '
-    + " || ',' || ".join(f"'\"{name}\":' || {_json_text('m.' + name, _KINDS[name])}" for name in PUBLIC_FIELDS)
+    + " || ',' || ".join(f"'\"{name}\":' || {_json_text('m.' + name, _KINDS[name])}" for name in JOB_FIELDS)
     + " || '}}}'"
 )
 # A pending job (its message beat the record of its own publish) is queued and claimed by the same UPDATE: its
