@@ -367,7 +367,7 @@ async def job_batches(engine: AsyncEngine, names: Names, redis_url: str) -> Asyn
     try:
         outbox = outbox_for(stores, NoBroker())
         admissions = Admissions(stores.flow, outbox)
-        yield JobBatches(stores.jobs, JobLocks(redis, 30_000), names, outbox, admissions=admissions)
+        yield JobBatches(stores.jobs, JobLocks(redis, 30_000), names, outbox, admissions)
     finally:
         await stores.close()
         await redis.aclose()

@@ -3,6 +3,7 @@ its Redis locks taken and released in one round trip, its events published toget
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import partial
 
 from loguru import logger
 
@@ -14,7 +15,7 @@ from app.core.names import Names
 from app.services.outbox import Outbox
 from app.stores.jobs import JobStore, Outcome
 from app.stores.outbox import Pending
-from app.workers.jobs.claims import AdmitIn, Early, claim_queued, claim_rest
+from app.workers.jobs.claims import Early, claim_queued, claim_rest
 from app.workers.jobs.flow import Admissions
 from app.workers.jobs.locks import Held, JobLocks, Lock
 from app.workers.verdicts import Claimed, Defer, Drop, ToDeadLetters, Verdict
@@ -30,11 +31,11 @@ class JobBatches:
     locks: JobLocks
     names: Names
     outbox: Outbox
-    max_batch: int = 128
-    failpoints: Failpoints = field(default_factory=Failpoints)
     # Keyed jobs' admission, in the claim's transaction; told the jobs whose outcomes each batch recorded, once it
     # committed (their keys' next held jobs go then).
-    admissions: Admissions | None = None
+    admissions: Admissions
+    max_batch: int = 128
+    failpoints: Failpoints = field(default_factory=Failpoints)
 
     def __post_init__(self) -> None:
         self._releasing: set[asyncio.Task[None]] = set()
@@ -60,7 +61,7 @@ class JobBatches:
         `keyed` jobs' admission first in its transaction, and those it holds back dropped: they wait in the
         database); then the jobs that claim did not take, unless another worker holds their lock."""
         keys = [self.names.job_lock_key(job_id) for job_id in job_ids]
-        admit = self._admit_in(sorted(keyed)) if keyed else None
+        admit = partial(self.admissions.store.admit_in, job_ids=sorted(keyed)) if keyed else None
         claiming = claim_queued(self.store, list(dict.fromkeys(job_ids)), admit)
         locked, queued = await asyncio.gather(self.locks.acquire(keys), claiming, return_exceptions=True)
         if isinstance(locked, BaseException):
@@ -68,7 +69,7 @@ class JobBatches:
         if isinstance(queued, BaseException):
             await self.locks.release(locked)
             raise queued
-        if self.admissions is not None and keyed:
+        if keyed:
             self.admissions.admitted(queued.admission)
         verdicts = self._early_verdicts(job_ids, locked, queued)
         try:
@@ -83,12 +84,6 @@ class JobBatches:
         await self.locks.release([lock for v, lock in zip(final, locked, strict=True) if not isinstance(v, Claimed)])
         self.outbox.publish_soon([p for v in final if isinstance(v, Claimed | ToDeadLetters | Drop) for p in v.events])
         return list(zip(final, locked, strict=True))
-
-    def _admit_in(self, job_ids: list[str]) -> AdmitIn | None:
-        if self.admissions is None:
-            return None
-        store = self.admissions.store
-        return lambda conn: store.admit_in(conn, job_ids)
 
     def _early_verdicts(self, job_ids: list[str], locked: list[Lock], queued: Early) -> list[Verdict | None]:
         """What the common claim and the locks decided for each message; None: the job is read and judged."""
@@ -115,8 +110,7 @@ class JobBatches:
                 staged.message.headers.update(trace)
         done = [outcome for (outcome, _, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
-        if self.admissions is not None:
-            self.admissions.finished([outcome.job for outcome in done])
+        self.admissions.finished([outcome.job for outcome in done])
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([*(staged for staged in recorded if staged is not None), *followed])

@@ -53,12 +53,14 @@ async def claim_queued(store: JobStore, job_ids: list[str], admit: AdmitIn | Non
     their budget running, each step with its audit row and event. `admit` first, in the same transaction: the
     keyed jobs it holds back are left out."""
     early = Early({}, defaultdict(list))
+    admitting = None
+    if admit is not None:
 
-    async def admitting(conn: AsyncConnection) -> set[str]:
-        early.admission = await admit(conn) if admit is not None else Admission()
-        return early.admission.held
+        async def admitting(conn: AsyncConnection) -> set[str]:
+            early.admission = await admit(conn)
+            return early.admission.held
 
-    for job, event in await store.claim(job_ids, admitting if admit is not None else None) if job_ids else []:
+    for job, event in await store.claim(job_ids, admitting) if job_ids else []:
         early.events[job["id"]].append(event)
         if job["status"] == S.RUNNING:
             early.claimed[job["id"]] = Claimed(job, early.events[job["id"]])

@@ -73,7 +73,7 @@ class JobWorker:
         self.holds = Holds.of(self.resources, self.outbox)
         self.turns = Turns(fairness(self.resources, self.outbox))
         self.batches = JobBatches(
-            self.store, self.locks, names, self.outbox, settings.job_batch_size, failpoints, self.holds.admissions
+            self.store, self.locks, names, self.outbox, self.holds.admissions, settings.job_batch_size, failpoints
         )
         self.leases = Leases(self.store, self.locks, settings.lock_ttl_seconds / 3)
         self.progress = Progress(self.store, self.resources.broker, names, settings.job_batch_size)
