@@ -12,6 +12,7 @@ running, through its release, the outbox and its lane.
 """
 
 import time
+from collections.abc import Mapping
 from statistics import median
 from typing import Any, cast
 
@@ -68,7 +69,7 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     cpu: dict[str, list[float]] = {arm: [] for arm, _, _ in ARMS}
     for round_ in range(sizes.cost_rounds):
         for arm, fields, module in ARMS if round_ % 2 == 0 else reversed(ARMS):
-            rate, us = await _drain(h, sizes.drain_jobs, arm, fields, module)
+            rate, us = await drain(h, sizes.drain_jobs, f"flow-{arm}", fields, module)
             rates[arm].append(rate)
             cpu[arm].append(us)
     checks, job_us = await _checks_us(), median(cpu["keyless"])
@@ -125,15 +126,23 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     ]
 
 
-async def _drain(h: Harness, jobs: int, arm: str, fields: Fields | None, module: str) -> tuple[float, float]:
-    """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s, and its CPU per job in µs."""
+async def drain(
+    h: Harness,
+    jobs: int,
+    arm: str,
+    fields: Fields | None = None,
+    module: str = "app",
+    extra_env: Mapping[str, str] | None = None,
+) -> tuple[float, float]:
+    """One drain of `jobs` pre-loaded echo jobs by a fresh worker (C = 32; `arm` names it, such as `flow-keyed`):
+    its jobs/s, and its CPU per job in µs. The flow and tracing scenarios' arms."""
     names = h.env.settings_topology().names
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, fields)
-    worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-flow-{arm}", module=module)
+    worker = await h.start_job_worker(CONSUMERS, name=f"job-worker-{arm}", module=module, extra_env=extra_env)
     started = time.perf_counter()
-    async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores, h.profiled(f"flow-{arm}", worker):
-        await h.wait_succeeded(jobs, drain_budget(jobs), f"flow drain ({arm})", CLIENT_ID)
+    async with h.metered(f"the drain ({arm})", {"job worker": worker}) as cores, h.profiled(arm, worker):
+        await h.wait_succeeded(jobs, drain_budget(jobs), f"drain ({arm})", CLIENT_ID)
     took = time.perf_counter() - started
     await worker.stop()
     row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)

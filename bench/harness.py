@@ -4,7 +4,7 @@ the service as a user does (admin key -> client key -> submit over HTTP)."""
 import contextlib
 import dataclasses
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,11 +97,18 @@ class Harness:
         return Server(proc, port)
 
     async def start_job_worker(
-        self, consumers: int, name: str = "job-worker", module: str = "app", **overrides: Any
+        self,
+        consumers: int,
+        name: str = "job-worker",
+        module: str = "app",
+        extra_env: Mapping[str, str] | None = None,
+        **overrides: Any,
     ) -> Proc:
-        """One `python -m app worker jobs` consuming only the default lane, with `consumers` consumers."""
+        """One `python -m app worker jobs` consuming only the default lane, with `consumers` consumers (`overrides`:
+        settings; `extra_env`: variables that are not, such as OpenTelemetry's)."""
         lanes = default_lane_only(consumers)
-        proc = self.procs.app(name, ["worker", "jobs"], self.env.process_env(**lanes, **overrides), module)
+        env = self.env.process_env(**lanes, **overrides) | dict(extra_env or {})
+        proc = self.procs.app(name, ["worker", "jobs"], env, module)
         names = self.env.settings_topology().names
         await self.wait_consumers(proc, {names.lane_queue(Lane.DEFAULT): consumers})
         return proc

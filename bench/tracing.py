@@ -8,7 +8,6 @@ they did (each job's spans, the asyncpg and Redis spans of its batches, and thei
 """
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from statistics import median
@@ -19,21 +18,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from app.core.names import Lane
-from bench.harness import CLIENT_ID, Harness, default_lane_only
-from bench.preload import preload
+from bench.flow import CONSUMERS, drain
+from bench.harness import Harness
 from bench.procs import until
 from bench.report import Row, num, ratio
-from bench.sizes import Sizes, drain_budget
+from bench.sizes import Sizes
 from tests.local.ports import free_port
 
-CONSUMERS = 32
 TARGET_UNUSED = 0.95  # off / taken out
 ARMS = (("off", "app", False), ("taken out", "bench.tracing_off", False), ("on", "app", True))
-DRAIN_WINDOW = """
-SELECT min(started_at) AS first, max(finished_at) AS last, count(*) AS n FROM jobs
-WHERE status = 'succeeded' AND client_id = $1
-"""
 
 
 @asynccontextmanager
@@ -67,8 +60,10 @@ async def tracing(h: Harness, sizes: Sizes) -> list[Row]:
     cpu: dict[str, list[float]] = {arm: [] for arm, _, _ in ARMS}
     async with otlp_sink() as (endpoint, exports):
         for round_ in range(sizes.cost_rounds):
-            for arm, module, on in ARMS if round_ % 2 == 0 else reversed(ARMS):
-                rate, us = await _drain(h, sizes.drain_jobs, arm, module, endpoint if on else None)
+            for arm, module, traced in ARMS if round_ % 2 == 0 else reversed(ARMS):
+                otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "taskq-bench-jobs"}
+                label = f"tracing-{arm.replace(' ', '-')}"
+                rate, us = await drain(h, sizes.drain_jobs, label, None, module, otel if traced else None)
                 rates[arm].append(rate)
                 cpu[arm].append(us)
     off, out, on = (median(rates[arm]) for arm in ("off", "taken out", "on"))
@@ -100,23 +95,3 @@ async def tracing(h: Harness, sizes: Sizes) -> list[Row]:
             None,
         ),
     ]
-
-
-async def _drain(h: Harness, jobs: int, arm: str, module: str, endpoint: str | None) -> tuple[float, float]:
-    """One drain of `jobs` pre-loaded echo jobs by a fresh worker: its jobs/s, and its CPU per job in µs."""
-    names = h.env.settings_topology().names
-    await h.env.reset()
-    await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs, None)
-    env = h.env.process_env(**default_lane_only(CONSUMERS))
-    if endpoint is not None:
-        env |= {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "taskq-bench-jobs"}
-    worker = h.procs.app(f"job-worker-tracing-{arm.replace(' ', '-')}", ["worker", "jobs"], env, module)
-    await h.wait_consumers(worker, {names.lane_queue(Lane.DEFAULT): CONSUMERS})
-    started = time.perf_counter()
-    async with h.metered(f"the drain (tracing {arm})", {"job worker": worker}) as cores:
-        await h.wait_succeeded(jobs, drain_budget(jobs), f"tracing drain ({arm})", CLIENT_ID)
-    took = time.perf_counter() - started
-    await worker.stop()
-    row = await h.db.pool.fetchrow(DRAIN_WINDOW, CLIENT_ID)
-    rate = float(row["n"] / max((row["last"] - row["first"]).total_seconds(), 1e-6))
-    return rate, cores["job worker"] * took / jobs * 1e6
