@@ -8,6 +8,7 @@ kind of row (`RETENTION_JOB_DAYS` far out), so the only difference is the prunin
 
 from statistics import median
 
+from bench.flow import DRAIN_WINDOW
 from bench.harness import CLIENT_ID, Harness
 from bench.preload import preload
 from bench.report import Row, num, ratio
@@ -32,10 +33,6 @@ INSERT INTO job_events (job_id, event, detail, created_at)
 SELECT j.id, e.event, '{}'::json, j.finished_at
 FROM jobs AS j CROSS JOIN (VALUES ('created'), ('queued'), ('running'), ('succeeded')) AS e(event)
 WHERE j.client_id = $1
-"""
-DRAIN_WINDOW = """
-SELECT min(started_at) AS first, max(finished_at) AS last, count(*) AS n FROM jobs
-WHERE status = 'succeeded' AND client_id = $1
 """
 
 
