@@ -2,13 +2,11 @@
 ExportTraceServiceRequest in protobuf (decoded with the opentelemetry-proto package), answered 200. It keeps every
 span it was sent, with the name of the service that sent it."""
 
-import asyncio
 import contextlib
 import gzip
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import uvicorn
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -18,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.support import free_port, wait_for
+from tests.receiver import served
+from tests.support import free_port
 
 
 @dataclass(frozen=True)
@@ -78,16 +77,5 @@ def _value(value: object) -> object:
 async def running_otlp_receiver() -> AsyncIterator[OtlpReceiver]:
     receiver = OtlpReceiver(free_port())
     app = Starlette(routes=[Route("/v1/traces", receiver._traces, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=receiver.port, log_level="warning"))
-
-    task = asyncio.create_task(server.serve())
-
-    async def started() -> bool:
-        return server.started
-
-    await wait_for(started, within=10)
-    try:
+    async with served(app, receiver.port):
         yield receiver
-    finally:
-        server.should_exit = True
-        await task

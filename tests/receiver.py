@@ -65,17 +65,25 @@ def _started(server: uvicorn.Server) -> Callable[[], Awaitable[bool]]:
 
 
 @contextlib.asynccontextmanager
-async def running_receiver() -> AsyncIterator[Receiver]:
-    receiver = Receiver(free_port())
-    config = uvicorn.Config(receiver, host="127.0.0.1", port=receiver.port, log_config=None, lifespan="off")
+async def served(app: Any, port: int, **options: Any) -> AsyncIterator[None]:
+    """An ASGI app served by uvicorn on 127.0.0.1:`port` in this event loop (`options`: more of uvicorn's config),
+    listening when the block starts."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="off", **options)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     await wait_for(_started(server), within=10, interval=0.01)
     try:
-        yield receiver
+        yield
     finally:
         server.should_exit = True
         await task
+
+
+@contextlib.asynccontextmanager
+async def running_receiver() -> AsyncIterator[Receiver]:
+    receiver = Receiver(free_port())
+    async with served(receiver, receiver.port):
+        yield receiver
 
 
 @dataclass
@@ -113,21 +121,6 @@ class Server:
 async def serving(tls: Path | None = None) -> AsyncIterator[Server]:
     """A Server on 127.0.0.1; with `tls`, HTTPS with the cert.pem and key.pem in that directory."""
     server = Server(Receiver(free_port()))
-    config = uvicorn.Config(
-        server,
-        host="127.0.0.1",
-        port=server.receiver.port,
-        log_config=None,
-        lifespan="off",
-        http=server.protocol(),
-        ssl_certfile=None if tls is None else tls / "cert.pem",
-        ssl_keyfile=None if tls is None else tls / "key.pem",
-    )
-    running = uvicorn.Server(config)
-    task = asyncio.create_task(running.serve())
-    await wait_for(_started(running), within=10, interval=0.01)
-    try:
+    certificates = {} if tls is None else {"ssl_certfile": tls / "cert.pem", "ssl_keyfile": tls / "key.pem"}
+    async with served(server, server.receiver.port, http=server.protocol(), **certificates):
         yield server
-    finally:
-        running.should_exit = True
-        await task
