@@ -108,8 +108,7 @@ def job_outgoing(names: Names, message: JobMessage, retry_count: int = 0) -> Out
     headers: dict[str, Any] = {RETRY_COUNT_HEADER: retry_count}
     if message.request_id:
         headers[REQUEST_ID_HEADER] = message.request_id
-    if tracing.enabled():  # the submit's trace context: the worker's spans continue it
-        headers |= tracing.headers()
+    headers |= tracing.headers()  # the submit's trace context (tracing on): the worker's spans continue it
     return Outgoing(
         exchange=names.jobs_exchange,
         routing_key=names.lane_key(lane_of(message.priority)),

@@ -53,7 +53,7 @@ class JobBatches:
     async def finish(self, outcome: Outcome, lock: Lock) -> Pending | None:
         """Record one run's outcome (None when fenced out) and release its lock, batched; its event carries the
         caller's trace context (when tracing is on)."""
-        return await self.finishes.run((outcome, lock, tracing.headers() if tracing.enabled() else None))
+        return await self.finishes.run((outcome, lock, tracing.headers() or None))
 
     async def claim_batch(self, job_ids: list[str], keyed: set[str] | None = None) -> list[ClaimOutcome]:
         """A batch of claims, as `claims` flushes it (`claim` batches one with whatever else arrives). Locks and
