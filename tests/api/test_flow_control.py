@@ -150,7 +150,9 @@ async def test_a_rate_key_starts_at_most_its_limit_in_any_window_and_fails_none(
 async def test_a_job_cancelled_while_throttled_never_runs_and_the_rest_run(api: Api, worker: JobWorker) -> None:
     headers = await api.new_client("flow-cancel")
     body = {**SLEEP, "payload": {"seconds": 0.5}, "concurrency": {"key": "one", "limit": 1}}
-    running, waiting, after = await submit_all(api, headers, [body] * 3)
+    # The first runs long enough to be seen running while the others are held, however slow the machine.
+    first = {**body, "payload": {"seconds": 5}}
+    running, waiting, after = await submit_all(api, headers, [first, body, body])
     await until_status(api, headers, running["id"], 20, "running")
 
     async def throttled() -> bool:  # both jobs behind the running one held back
