@@ -139,7 +139,7 @@ async def test_no_claim_takes_a_held_job(engine: AsyncEngine) -> None:
     ids = [*queued, *pending, *retrying]
     assert await jobs.hold(ids, PAUSED) == set(ids)
 
-    claimed = await jobs.claim(ids)  # the common claim, one statement on PostgreSQL
+    claimed = (await jobs.claim(ids)).moved  # the common claim, one statement on PostgreSQL
     assert [job["id"] for job, _ in claimed if job["status"] == "running"] == []
     verdicts = await claim_many(engine, NAMES, REDIS_URL, ids)  # the whole claim batch, rule 4 included
     assert [type(v) for v in verdicts] == [Drop, Drop, Drop], verdicts

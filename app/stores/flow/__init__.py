@@ -32,6 +32,16 @@ class Admission:
     next_window: datetime | None = None  # the earliest time a job it held for its rate window may start
     held_keys: set["KeyRef"] = field(default_factory=set)  # the concurrency keys of the jobs it held
 
+    def merged(self, later: "Admission") -> "Admission":
+        """This admission and a later one of the same claim, as one."""
+        windows = [w for w in (self.next_window, later.next_window) if w is not None]
+        return Admission(
+            self.held | later.held,
+            [*self.staged, *later.staged],
+            min(windows, default=None),
+            self.held_keys | later.held_keys,
+        )
+
 
 @dataclass(frozen=True)
 class KeyCounts:

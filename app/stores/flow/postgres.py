@@ -58,41 +58,55 @@ class PgFairness(SqlFairness):
 # -- concurrency keys' admission ----------------------------------------------------------------------------------
 LIVE_SQL = "(" + ", ".join(f"'{status}'" for status in LIVE) + ")"
 
-# The batch's jobs that wait to start (statements.ready, not holds_grant) and have a key, with their keys' rows
-# locked in one order (locks.lock_keys'); `locked` counts the rows found, so a key with no row yet is seen.
-LOCK_WAITING = """
+
+# A keyed job waits to start (statements.ready, not holds_grant): the claim's own jobs of `jobs AS j` among the ids
+# of `ids`, `now` and `since` the statement's placeholders.
+def waiting_where(ids: str, now: str, since: str) -> str:
+    return (
+        f"j.id = ANY({ids}::text[]) AND j.held IS NULL AND (j.concurrency_key IS NOT NULL OR j.rate_key IS NOT NULL) "
+        f"AND (j.status IN ('pending', 'queued') "
+        f"OR (j.status = 'retrying' AND (j.next_attempt_at IS NULL OR j.next_attempt_at <= {now})) "
+        f"OR (j.status = 'running' AND j.lease_until < {now})) "
+        f"AND NOT (j.granted_run IS NOT NULL AND j.granted_run = j.runs + 1 AND j.granted_at IS NOT NULL "
+        f"AND j.granted_at > {since})"
+    )
+
+
+# Locks `locked`'s rows of flow_keys in one order (locks.lock_keys') and bumps their versions: every decision about a
+# key bumps its version, so a statement that read the key's jobs before another decision on it committed sees that
+# (its snapshot's version is not the one it locked: jobs/postgres_admit.py).
+BUMP = (
+    "bumped AS (UPDATE flow_keys f SET version = f.version + 1 FROM locked l "
+    "WHERE f.client_id = l.client_id AND f.kind = l.kind AND f.key = l.key)"
+)
+
+# The batch's jobs that wait to start, with their keys' rows locked and bumped; `locked` counts the rows found, so
+# a key with no row yet is seen.
+LOCK_WAITING = f"""
 WITH waiting AS MATERIALIZED (
-  SELECT id, client_id, concurrency_key, rate_key, created_at FROM jobs
-  WHERE id = ANY($1::text[]) AND held IS NULL AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)
-    AND (status IN ('pending', 'queued')
-         OR (status = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= $2))
-         OR (status = 'running' AND lease_until < $2))
-    AND NOT (granted_run IS NOT NULL AND granted_run = runs + 1 AND granted_at IS NOT NULL AND granted_at > $3)
+  SELECT j.id, j.client_id, j.concurrency_key, j.rate_key, j.created_at FROM jobs j
+  WHERE {waiting_where("$1", "$2", "$3")}
 ),
 wanted AS (
   SELECT 'concurrency' AS kind, client_id, concurrency_key AS key FROM waiting WHERE concurrency_key IS NOT NULL
   UNION SELECT 'rate', client_id, rate_key FROM waiting WHERE rate_key IS NOT NULL
 ),
 locked AS MATERIALIZED (
-  SELECT k.kind FROM wanted w
+  SELECT k.client_id, k.kind, k.key FROM wanted w
   JOIN LATERAL (SELECT * FROM flow_keys f WHERE f.client_id = w.client_id AND f.kind = w.kind AND f.key = w.key) AS k
     ON true
   ORDER BY k.client_id, k.kind, k.key FOR UPDATE OF k
-)
+),
+{BUMP}
 SELECT t.id, t.client_id, t.concurrency_key, t.rate_key, (SELECT count(*) FROM locked) AS locked
 FROM waiting t ORDER BY t.created_at, t.id
 """
 
-# Jobs with a concurrency key alone, their keys locked, judged as sql.SqlFlow._admit_plain judges them, in one
-# statement: each key's slots in use and jobs waiting (the partial index ix_jobs_concurrency's rows); oldest first,
+# Jobs of `batch` (a CTE: id, client_id, key, lim, created_at), their keys locked, judged as sql.SqlFlow._admit_plain
+# judges them: each key's slots in use and jobs waiting (the partial index ix_jobs_concurrency's rows); oldest first,
 # a job is granted while every job of its key up to it fits its own limit (the n-th needs taken + n <= its limit)
-# and none of the key waits; the grants and the holds written, a held job's `throttled` row the first time. The
-# jobs held.
-ADMIT_PLAIN = f"""
-WITH batch AS MATERIALIZED (
-  SELECT id, client_id, concurrency_key AS key, concurrency_limit AS lim, created_at FROM jobs
-  WHERE id = ANY($1::text[]) AND held IS NULL AND status IN {LIVE_SQL} AND concurrency_key IS NOT NULL
-),
+# and none of the key waits. `judged` (id, granted).
+JUDGE = f"""
 counts AS MATERIALIZED (
   SELECT b.client_id, b.key, c.taken, c.waiting FROM (SELECT DISTINCT client_id, key FROM batch) AS b,
   LATERAL (
@@ -113,11 +127,11 @@ judged AS MATERIALIZED (
          AND max(r.over) OVER (PARTITION BY r.client_id, r.key ORDER BY r.created_at, r.id
                                ROWS UNBOUNDED PRECEDING) <= -COALESCE(c.taken, 0) AS granted
   FROM ranked r LEFT JOIN counts c ON c.client_id = r.client_id AND c.key = r.key
-),
-grants AS (
-  UPDATE jobs SET granted_run = jobs.runs + 1, granted_at = $2 FROM judged
-  WHERE jobs.id = judged.id AND judged.granted AND jobs.held IS NULL AND jobs.status IN {LIVE_SQL}
-),
+)"""
+
+# The holds of the jobs `judged` did not grant, a held job's `throttled` row the first time; `holds` (id, client_id,
+# concurrency_key) the jobs held.
+HOLD = f"""
 holds AS (
   UPDATE jobs SET held = 'concurrency', held_until = NULL FROM judged
   WHERE jobs.id = judged.id AND NOT judged.granted AND jobs.held IS NULL AND jobs.status IN {LIVE_SQL}
@@ -127,7 +141,21 @@ trail AS (
   INSERT INTO job_events (job_id, event, detail, created_at)
   SELECT h.id, 'throttled', json_build_object('key', h.concurrency_key, 'reason', 'concurrency'), $2 FROM holds h
   WHERE NOT EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = h.id AND e.event = 'throttled')
-)
+)"""
+
+# Jobs with a concurrency key alone, their keys locked: judged (JUDGE), the grants and the holds written. The jobs
+# held.
+ADMIT_PLAIN = f"""
+WITH batch AS MATERIALIZED (
+  SELECT id, client_id, concurrency_key AS key, concurrency_limit AS lim, created_at FROM jobs
+  WHERE id = ANY($1::text[]) AND held IS NULL AND status IN {LIVE_SQL} AND concurrency_key IS NOT NULL
+),
+{JUDGE},
+grants AS (
+  UPDATE jobs SET granted_run = jobs.runs + 1, granted_at = $2 FROM judged
+  WHERE jobs.id = judged.id AND judged.granted AND jobs.held IS NULL AND jobs.status IN {LIVE_SQL}
+),
+{HOLD}
 SELECT id, client_id, concurrency_key FROM holds
 """
 

@@ -16,12 +16,26 @@ from app.core.broker import Outgoing
 from app.core.names import Names
 from app.core.statuses import HeldReason, JobStatus
 from app.models.rows import JobRow, TrailRow
+from app.stores.flow import Admission
 from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
 
 Moved = tuple[JobRow, Pending]  # a job as a move left it, and the event staged for it
-# Run first in a claim's transaction (the admission of keyed jobs): the ids it held back, which the claim leaves.
-Admit = Callable[[AsyncConnection], Awaitable[set[str]]]
+
+
+class Admit(NamedTuple):
+    """The admission of a claim's keyed jobs, in the claim's transaction, before it: the keyed among its jobs, and
+    the flow store's admission for any of them (FlowStore.admit_in)."""
+
+    keyed: list[str]
+    admit_in: Callable[[AsyncConnection, list[str]], Awaitable[Admission]]
+
+
+class Claim(NamedTuple):
+    """What a claim batch did: the jobs it moved, each with its event, and what its admission did."""
+
+    moved: list[Moved]
+    admission: Admission = Admission()
 
 
 class NewJobs(NamedTuple):
@@ -90,7 +104,7 @@ class JobStore(Protocol):
     async def queue_published(self, conn: AsyncConnection, job_ids: list[str], confirmed: list[int]) -> list[Pending]:
         """pending -> queued for jobs whose messages the broker confirmed, their outbox rows deleted."""
 
-    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> list[Moved]:
+    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> Claim:
         """pending -> queued -> running for those among `job_ids` within their budget, each step recorded; with
         `admit`, in its transaction after it, and not those it held back."""
 

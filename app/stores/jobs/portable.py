@@ -19,7 +19,8 @@ from app.models.setwise import per_row
 from app.models.tables import JOB_EVENTS, JOBS
 from app.models.types import utcnow
 from app.stores import steps
-from app.stores.jobs import Admit, Edit, Finished, Moved, NewJobs, Outcome, Renewed, holds
+from app.stores.flow import Admission
+from app.stores.jobs import Admit, Claim, Edit, Finished, Moved, NewJobs, Outcome, Renewed, holds
 from app.stores.jobs.moves import Change, Move, compare_and_set, events_of, planned, stamp, trail_of
 from app.stores.jobs.progress import progress_update
 from app.stores.outbox import Pending
@@ -139,19 +140,19 @@ class PortableJobs:
         rows = await conn.execute(QUEUE_PENDING, {"ids": sorted(set(job_ids)), "now": utcnow()})
         return [Move(S.PENDING, job_row(row._mapping), {}) for row in rows]
 
-    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> list[Moved]:
+    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> Claim:
         """Rule 3's claim for a batch in a transaction of its own: the pending queued, the queued within their
         budget running, each step with its audit row and its event, in the order of the steps; with `admit`, after
         it (the jobs it held back left out)."""
         async with self.engine.begin() as conn:
-            held = await admit(conn) if admit is not None else set()
+            admission = await admit.admit_in(conn, admit.keyed) if admit is not None else Admission()
             now = utcnow()
             lease = now + timedelta(seconds=self.lease_seconds)
-            ids = sorted(set(job_ids) - held)
+            ids = sorted(set(job_ids) - admission.held)
             queued = await self._queue_pending(conn, ids)
             rows = await conn.execute(CLAIM_QUEUED, {"ids": ids, "now": now, "lease": lease})
             claimed = [Move(S.QUEUED, job_row(row._mapping), {}) for row in rows]
-            return await self.record(conn, [*queued, *claimed])
+            return Claim(await self.record(conn, [*queued, *claimed]), admission)
 
     async def take_over(
         self, conn: AsyncConnection, changes: list[Change], where: tuple[ColumnElement[bool], ...]

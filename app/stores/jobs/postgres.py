@@ -14,7 +14,8 @@ from app.core.names import Names
 from app.models.rows import TrailRow, job_row
 from app.models.types import utcnow
 from app.stores import postgres
-from app.stores.jobs import Admit, Finished, Moved, NewJobs, Outcome
+from app.stores.flow import Admission, KeyRef
+from app.stores.jobs import Admit, Claim, Finished, Moved, NewJobs, Outcome, postgres_admit
 from app.stores.jobs.moves import Change, Move, events_of, planned, trail_of
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres_sql import (
@@ -73,16 +74,35 @@ class PgJobs(PortableJobs):
         moved = await queue_recorded(conn, sorted(set(job_ids)), utcnow(), exchange, confirmed)
         return [staged_event(exchange, one.event) for one in moved]
 
-    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> list[Moved]:
+    async def claim(self, job_ids: list[str], admit: Admit | None = None) -> Claim:
         """Rule 3's claim for a batch as one statement: the pending or queued among `job_ids` within their budget
         running, each step (pending -> queued, queued -> running) with its audit row and its event staged, in
-        the order of the steps. With `admit`, a transaction: it, then the statement for the jobs it did not hold."""
+        the order of the steps. With `admit`, the keyed jobs' admission in the same statement (postgres_admit.py);
+        those it leaves undecided admitted and claimed after it, in a transaction: the admission, then the claim."""
         exchange = self.names.events_exchange
-        async with self.engine.begin() if admit is not None else self.connections.autocommit() as conn:
-            held = await admit(conn) if admit is not None else set()
-            now = utcnow()
-            lease = now + timedelta(seconds=self.lease_seconds)
-            moved = await claim_recorded(conn, sorted(set(job_ids) - held), now, lease, exchange)
+        now = utcnow()
+        lease = now + timedelta(seconds=self.lease_seconds)
+        if admit is None:
+            async with self.connections.autocommit() as conn:
+                moved = await claim_recorded(conn, sorted(set(job_ids)), now, lease, exchange)
+            return Claim(self._moved(moved))
+        since = now - timedelta(seconds=self.lease_seconds)
+        params = postgres_admit.params(sorted(set(job_ids)), sorted(admit.keyed), now, lease, since, exchange)
+        async with self.connections.autocommit() as conn:
+            done = postgres_admit.parsed(await postgres.rows(conn, postgres_admit.ADMIT_AND_CLAIM, params))
+        admission = Admission({h.job_id for h in done.held}, held_keys={KeyRef(h.client_id, h.key) for h in done.held})
+        moved = _recorded(done.rows)
+        if done.undecided:
+            async with self.engine.begin() as conn:
+                later = await admit.admit_in(conn, done.undecided)
+                now = utcnow()
+                lease = now + timedelta(seconds=self.lease_seconds)
+                moved += await claim_recorded(conn, sorted(set(done.undecided) - later.held), now, lease, exchange)
+            admission = admission.merged(later)
+        return Claim(self._moved(moved), admission)
+
+    def _moved(self, moved: list["Recorded"]) -> list[Moved]:
+        exchange = self.names.events_exchange
         return [(job_row(one.row), staged_event(exchange, one.event)) for one in moved]
 
     async def finish(self, outcomes: list[Outcome]) -> Finished:

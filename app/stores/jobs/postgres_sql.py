@@ -168,8 +168,13 @@ _JOB_NAMES = [name for name, _ in JOB_COLUMNS]
 def _recorded(now: str, exchange: str) -> str:
     """What follows a CTE `moved` (the moved rows, each with its `source` status): the audit row and the staged
     event of each, and the rows with their events, in the order of the steps; `now` and `exchange` are the
-    statement's placeholders for those values. An audit row takes its row's `updated_at`: the move's stamp,
-    which is `now` unless the job's last change is later (moves.stamped)."""
+    statement's placeholders for those values."""
+    return recorded_ctes(now, exchange) + " SELECT * FROM recorded ORDER BY id, seq"
+
+
+def recorded_ctes(now: str, exchange: str) -> str:
+    """`_recorded`'s CTEs, the last of them `recorded` (the rows with their events). An audit row takes its row's
+    `updated_at`: the move's stamp, which is `now` unless the job's last change is later (moves.stamped)."""
     return (
         "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
         "SELECT m.id, m.status, ('{\"from\":' || to_json(m.source)::text || ',\"to\":' || to_json(m.status)::text "
@@ -181,10 +186,10 @@ def _recorded(now: str, exchange: str) -> str:
         "ELSE json_build_object('x-request-id', m.request_id) END, NULL, "
         + _EVENT_ID
         + f", NULL, {now} FROM moved AS m ORDER BY m.id, m.seq "
-        "RETURNING id, routing_key, body, headers, message_id) "
-        "SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, s.headers AS event_headers, "
-        "s.message_id AS event_id FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID + " "
-        "ORDER BY m.id, m.seq"
+        "RETURNING id, routing_key, body, headers, message_id), "
+        "recorded AS (SELECT m.*, s.id AS outbox_id, s.routing_key AS event_key, s.body AS event_body, "
+        "s.headers AS event_headers, s.message_id AS event_id "
+        "FROM moved AS m JOIN staged AS s ON s.message_id = " + _EVENT_ID + ")"
     )
 
 
@@ -194,21 +199,27 @@ def _recorded(now: str, exchange: str) -> str:
 # queued step claims it from queued, where a plain UPDATE would compare with the status it read before waiting,
 # lose, and leave the job to a claim of its own in another transaction), and two batches holding the same jobs
 # lock them in the same order, so they cannot deadlock.
-CLAIM_RECORDED = (
-    f"WITH claimed AS (UPDATE jobs SET status = '{steps.CLAIM.target}', "
-    "attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
-    "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
-    "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), updated_at = greatest($3, jobs.updated_at) "
-    "FROM (SELECT id, status FROM jobs WHERE id = ANY($1::varchar[]) AND " + steps.CLAIM.sql_guard() + " "
-    "AND held IS NULL ORDER BY id FOR UPDATE) AS was "
-    "WHERE jobs.id = was.id AND jobs.attempts < jobs.max_retries + 1 "
-    "RETURNING jobs.*, was.status AS was), "
-    "moved AS (SELECT " + ", ".join(f"c.{name}" for name in _JOB_NAMES) + ", 'queued'::varchar AS source "
-    "FROM claimed AS c UNION ALL SELECT "
-    + ", ".join(f"{_QUEUED_STEP.get(name, 'c.' + name)} AS {name}" for name in _JOB_NAMES)
-    + ", 'pending'::varchar FROM claimed AS c WHERE c.was = 'pending'), "
-    + _recorded("$3", "$4")
-)
+def claim_moves(chosen: str) -> str:
+    """The step CLAIM's CTEs `claimed` and `moved` (with its queued step for a pending job) for the jobs `chosen`
+    names (a condition on the jobs' `id`); $2 is the lease, $3 now."""
+    return (
+        f"claimed AS (UPDATE jobs SET status = '{steps.CLAIM.target}', "
+        "attempts = jobs.attempts + 1, runs = jobs.runs + 1, "
+        "seq = jobs.seq + CASE WHEN was.status = 'pending' THEN 2 ELSE 1 END, lease_until = $2, "
+        "next_attempt_at = NULL, started_at = coalesce(jobs.started_at, $3), "
+        "updated_at = greatest($3, jobs.updated_at) "
+        f"FROM (SELECT id, status FROM jobs WHERE {chosen} AND " + steps.CLAIM.sql_guard() + " "
+        "AND held IS NULL ORDER BY id FOR UPDATE) AS was "
+        "WHERE jobs.id = was.id AND jobs.attempts < jobs.max_retries + 1 "
+        "RETURNING jobs.*, was.status AS was), "
+        "moved AS (SELECT " + ", ".join(f"c.{name}" for name in _JOB_NAMES) + ", 'queued'::varchar AS source "
+        "FROM claimed AS c UNION ALL SELECT "
+        + ", ".join(f"{_QUEUED_STEP.get(name, 'c.' + name)} AS {name}" for name in _JOB_NAMES)
+        + ", 'pending'::varchar FROM claimed AS c WHERE c.was = 'pending')"
+    )
+
+
+CLAIM_RECORDED = "WITH " + claim_moves("id = ANY($1::varchar[])") + ", " + _recorded("$3", "$4")
 # pending -> queued for the jobs whose messages the broker confirmed, with their audit rows and events, and the
 # confirmed outbox rows deleted, as one statement (the API's and the relay's confirmations): the step QUEUE.
 # CLAIM_RECORDED makes the same move, recorded the same way, for a job whose message reached a worker before its

@@ -3,7 +3,6 @@ its Redis locks taken and released in one round trip, its events published toget
 
 import asyncio
 from dataclasses import dataclass, field
-from functools import partial
 
 from loguru import logger
 
@@ -13,7 +12,7 @@ from app.core.failpoints import Failpoint, Failpoints
 from app.core.group_commit import GroupCommit
 from app.core.names import Names
 from app.services.outbox import Outbox
-from app.stores.jobs import JobStore, Outcome
+from app.stores.jobs import Admit, JobStore, Outcome
 from app.stores.outbox import Pending
 from app.workers.jobs.claims import Early, claim_queued, claim_rest
 from app.workers.jobs.flow import Admissions
@@ -61,7 +60,7 @@ class JobBatches:
         `keyed` jobs' admission first in its transaction, and those it holds back dropped: they wait in the
         database); then the jobs that claim did not take, unless another worker holds their lock."""
         keys = [self.names.job_lock_key(job_id) for job_id in job_ids]
-        admit = partial(self.admissions.store.admit_in, job_ids=sorted(keyed)) if keyed else None
+        admit = Admit(sorted(keyed), self.admissions.store.admit_in) if keyed else None
         claiming = claim_queued(self.store, list(dict.fromkeys(job_ids)), admit)
         locked, queued = await asyncio.gather(self.locks.acquire(keys), claiming, return_exceptions=True)
         if isinstance(locked, BaseException):

@@ -3,11 +3,8 @@ and judged one by one (a due retry or an expired lease is taken over, a spent bu
 job whose cancel was asked for cancelled, the rest dropped, deferred or raced), its moves made by the job store."""
 
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.failure_groups import group_of
 from app.core.statuses import HOLDABLE, DeadReason, JobStatus
@@ -15,17 +12,13 @@ from app.models.rows import JobRow
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.stores.flow import Admission
-from app.stores.jobs import JobStore
+from app.stores.jobs import Admit, JobStore
 from app.stores.jobs.moves import Change
 from app.stores.outbox import Pending
 from app.workers.retry_policy import budget
 from app.workers.verdicts import Claimed, Defer, Drop, Raced, ToDeadLetters, Verdict
 
 S = JobStatus
-
-
-# The admission of keyed jobs, in the claim's transaction (FlowStore.admit_in, its job ids given).
-AdmitIn = Callable[[AsyncConnection], Awaitable[Admission]]
 
 
 @dataclass
@@ -48,19 +41,16 @@ class Take:
     stop: bool = False
 
 
-async def claim_queued(store: JobStore, job_ids: list[str], admit: AdmitIn | None = None) -> Early:
+async def claim_queued(store: JobStore, job_ids: list[str], admit: Admit | None = None) -> Early:
     """The common claim alone, in a transaction of its own: the pending among `job_ids` queued, the queued within
     their budget running, each step with its audit row and event. `admit` first, in the same transaction: the
     keyed jobs it holds back are left out."""
     early = Early({}, defaultdict(list))
-    admitting = None
-    if admit is not None:
-
-        async def admitting(conn: AsyncConnection) -> set[str]:
-            early.admission = await admit(conn)
-            return early.admission.held
-
-    for job, event in await store.claim(job_ids, admitting) if job_ids else []:
+    if not job_ids:
+        return early
+    claim = await store.claim(job_ids, admit)
+    early.admission = claim.admission
+    for job, event in claim.moved:
         early.events[job["id"]].append(event)
         if job["status"] == S.RUNNING:
             early.claimed[job["id"]] = Claimed(job, early.events[job["id"]])
