@@ -20,7 +20,7 @@ import httpx
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractIncomingMessage
 from fastapi import FastAPI
 from redis.asyncio import Redis
-from sqlalchemy import ColumnElement, delete, select, text
+from sqlalchemy import ColumnElement, delete, event, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.names import Names
@@ -52,6 +52,22 @@ async def wait_for(check: Callable[[], Awaitable[T]], within: float = 15, interv
         await asyncio.sleep(interval)
         value = await check()
     return value
+
+
+@contextlib.contextmanager
+def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL the engine sends while the block runs (a listener also sends the PostgreSQL stores' direct
+    statements through SQLAlchemy: app/stores/postgres.rows)."""
+    sent: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", seen)
 
 
 async def waiting_on_a_row_lock(db: AsyncEngine) -> bool:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import asyncpg
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -16,7 +16,7 @@ from app.stores.jobs import postgres as pg_jobs
 from app.stores.jobs.postgres_sql import QUEUE_RECORDED
 from app.stores.postgres import PgConnections
 from tests.stores.test_pg_claim import NAMES, add
-from tests.support import make_job, stores_for, wait_for
+from tests.support import make_job, statements, stores_for, wait_for
 
 EVENTS = NAMES.events_exchange
 
@@ -52,17 +52,9 @@ async def test_a_connection_cut_under_a_statement_is_unreachable_and_not_reused(
 
 async def test_statements_go_through_sqlalchemy_while_something_listens(db: AsyncEngine) -> None:
     [job_id] = await add(db, make_job(status="pending"))
-    seen: list[str] = []
-
-    def listen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        seen.append(statement)
-
-    event.listen(db.sync_engine, "before_cursor_execute", listen)
-    try:
+    with statements(db) as seen:
         async with PgConnections(db, keep=False).autocommit() as conn:
             moved = await pg_jobs.queue_recorded(conn, [job_id], datetime.now(UTC), EVENTS, [])
-    finally:
-        event.remove(db.sync_engine, "before_cursor_execute", listen)
     assert [one.row["id"] for one in moved] == [job_id]
     assert seen == [QUEUE_RECORDED]
 

@@ -1,14 +1,12 @@
 """The deliveries store (app/stores/deliveries/) on PostgreSQL and SQLite, and its portable
 statements rendered for MSSQL: fan out, claim by lease, record, release and abandon, each for a whole batch."""
 
-import contextlib
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -28,7 +26,7 @@ from app.workers.webhooks.batches import DeliveryBatches
 from app.workers.webhooks.claims import Claim, Send, claim
 from app.workers.webhooks.outcomes import EndpointHealth, recording
 from tests.conftest import NS, TEST_SETTINGS
-from tests.support import make_job, stores_for
+from tests.support import make_job, statements, stores_for
 
 LEASE = 30.0
 BOX = SecretBox(TEST_SETTINGS["secret_encryption_key"])
@@ -129,21 +127,6 @@ async def trail(engine: AsyncEngine, job_id: str) -> list[tuple[str, dict[str, A
 async def endpoint(engine: AsyncEngine, endpoint_id: str) -> dict[str, Any]:
     async with engine.connect() as conn:
         return dict((await conn.execute(select(ENDPOINTS).where(ENDPOINTS.c.id == endpoint_id))).one()._mapping)
-
-
-@contextlib.contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
-    """The SQL the engine sends while the block runs."""
-    sent: list[str] = []
-
-    def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
-        sent.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", seen)
-    try:
-        yield sent
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", seen)
 
 
 def answered(status_code: int, body: str = "ok", error: str | None = None) -> Attempt:
