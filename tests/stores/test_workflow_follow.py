@@ -20,10 +20,11 @@ from app.models.tables import JOB_DEPENDENCIES, JOB_EVENTS, JOBS, OUTBOX, WORKFL
 from app.services.upkeep.retention import Retention, emptied_before
 from app.stores.artifacts.sql import SqlArtifacts
 from app.stores.jobs import JobStore, Outcome
+from app.stores.jobs.postgres_follow import FINISH_FOLLOWED
 from app.stores.workflows.counts import counted_off, tallied
 from app.workers.jobs.outcomes import succeeded
 from tests.conftest import NS
-from tests.support import make_job, stores_for
+from tests.support import make_job, statements, stores_for
 
 S = JobStatus
 NOW = datetime.now(UTC)
@@ -188,3 +189,26 @@ def test_the_statements_that_follow_an_outcome_render_for_mssql() -> None:
     assert "OUTPUT inserted.id" in counted and "RETURNING" not in counted and "CASE jobs.id" in counted
     assert ended.startswith("UPDATE workflows SET unfinished=(workflows.unfinished -")
     assert "NOT (EXISTS (SELECT jobs.id" in empty
+
+
+async def test_on_postgresql_a_leafs_success_and_its_counts_are_one_statement(db: AsyncEngine) -> None:
+    """A fan-in's leaf that releases nothing: its finish, its dependent's count and its workflow's count in one
+    statement; the last leaf's statement says what to release, and the release follows in its transaction."""
+    jobs = stores_for(db, Names(NS)).jobs
+    workflow = await a_workflow(db, {"a": [], "b": [], "z": ["a", "b"]}, running={"a", "b"})
+    j = workflow["jobs"]
+
+    with statements(db) as seen:
+        assert await finish(jobs, db, j["a"]) == []
+    assert [one for one in seen if not one.startswith("SELECT")] == [FINISH_FOLLOWED]  # the read is the test's
+    async with db.connect() as conn:
+        deps_left = (await conn.execute(select(JOBS.c.deps_left).where(JOBS.c.id == j["z"]["id"]))).scalar_one()
+        unfinished = await conn.execute(select(WORKFLOWS.c.unfinished).where(WORKFLOWS.c.id == workflow["id"]))
+        assert (deps_left, unfinished.scalar_one()) == (1, 2)
+
+    with statements(db) as seen:
+        followed = await finish(jobs, db, j["b"])
+    assert next(one for one in seen if not one.startswith("SELECT")) == FINISH_FOLLOWED
+    assert [p.message.message_id for p in followed if p.job_id is not None] == [j["z"]["id"]]
+    assert await releases_of(db, j["z"]["id"]) == (1, 1)
+    assert await statuses(db, workflow) == {"a": "succeeded", "b": "succeeded", "z": "pending"}

@@ -15,7 +15,7 @@ from app.models.rows import TrailRow, job_row
 from app.models.types import utcnow
 from app.stores import postgres
 from app.stores.flow import Admission, KeyRef
-from app.stores.jobs import Admit, Claim, Finished, Moved, NewJobs, Outcome, postgres_admit
+from app.stores.jobs import Admit, Claim, Finished, Moved, NewJobs, Outcome, postgres_admit, postgres_follow
 from app.stores.jobs.moves import Change, Move, events_of, planned, trail_of
 from app.stores.jobs.portable import PortableJobs
 from app.stores.jobs.postgres_sql import (
@@ -116,10 +116,16 @@ class PgJobs(PortableJobs):
         params = _finish_columns(now, rows, trail_of(moves), rows_of(events, now))
         followed: list[Pending] = []
         follows = follow.concerns(moves)
+        counted = follows and postgres_follow.counted_here(moves)
+        statement = postgres_follow.FINISH_FOLLOWED if counted else FINISH_RECORDED
         async with self.engine.begin() if follows else self.connections.autocommit() as conn:
-            result = await postgres.rows(conn, FINISH_RECORDED, params)
+            result = await postgres.rows(conn, statement, params)
+            if counted:
+                ready, ended = ([r["job_id"] for r in result if r["follows"] == kind] for kind in ("release", "end"))
+                result = [row for row in result if row["follows"] is None]
+                followed = await follow.after_counts(self, conn, ready, ended) if ready or ended else []
             moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
-            if follows:
+            if follows and not counted:
                 mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in moved]
                 followed = await self.settle(conn, mine)
         staged = {row["message_id"]: int(row["outbox_id"]) for row in result if row["job_id"] is None}

@@ -34,7 +34,7 @@ assert len({step.sources for step in steps.FINISHES.values()}) == 1
 FINISH_GUARD = (
     steps.SUCCEED.sql_guard() + f" AND (v.status <> '{steps.RETRY.target}' OR jobs.cancel_requested_at IS NULL)"
 )
-FINISH_RECORDED = (
+FINISH_CTES = (
     "WITH v AS (SELECT * FROM unnest($2::varchar[], $3::int[], $4::int[], $5::varchar[], $6::json[], $7::json[], "
     "$8::varchar[], $9::timestamptz[], $10::timestamptz[], $19::json[], $20::varchar[]) "
     "AS v(id, seq, runs, status, result, error, dead_reason, finished_at, next_attempt_at, progress, failure_group)), "
@@ -44,7 +44,7 @@ FINISH_RECORDED = (
     "next_attempt_at = v.next_attempt_at, progress = coalesce(v.progress, jobs.progress), "
     "failure_group = v.failure_group FROM v "
     "WHERE jobs.id = v.id AND jobs.seq = v.seq AND jobs.runs = v.runs AND " + FINISH_GUARD + " "
-    "RETURNING jobs.id, jobs.runs, jobs.updated_at), "
+    "RETURNING jobs.id, jobs.runs, jobs.updated_at, jobs.status, jobs.workflow_id), "
     "audit AS (INSERT INTO job_events (job_id, event, detail, created_at) "
     "SELECT e.job_id, e.event, e.detail, m.updated_at FROM unnest($2::varchar[], $4::int[], $11::varchar[], "
     "$12::json[]) AS e(job_id, runs, event, detail) JOIN moved AS m ON m.id = e.job_id AND m.runs = e.runs), "
@@ -53,10 +53,13 @@ FINISH_RECORDED = (
     "FROM unnest($13::varchar[], $14::varchar[], $15::bytea[], $16::json[], $17::int[], $18::varchar[], "
     "$2::varchar[], $4::int[]) WITH ORDINALITY "
     "AS o(exchange, routing_key, body, headers, priority, message_id, owner, runs, n) "
-    "WHERE (o.owner, o.runs) IN (SELECT id, runs FROM moved) ORDER BY o.n RETURNING id, message_id) "
+    "WHERE (o.owner, o.runs) IN (SELECT id, runs FROM moved) ORDER BY o.n RETURNING id, message_id)"
+)
+FINISH_RESULT = (
     "SELECT id AS job_id, runs, NULL::varchar AS message_id, NULL::bigint AS outbox_id FROM moved "
     "UNION ALL SELECT NULL, NULL, message_id, id FROM staged"
 )
+FINISH_RECORDED = FINISH_CTES + " " + FINISH_RESULT
 
 
 JSON_COLUMNS = ("payload", "result", "error", "depends_on", "progress")

@@ -70,14 +70,37 @@ async def follow(jobs: "PortableJobs", conn: AsyncConnection, moves: list[Move])
     cancelled = await _cancel_downstream(jobs, conn, failed)
     released = await _count_down(jobs, conn, [j["id"] for j in let_go], -1)
     await _count_down(jobs, conn, [j["id"] for j in replayed if on(j, OnFailure.CONTINUE)], +1)
-    staged = await jobs.record(conn, [*cancelled, *released])
-    pending = [event for _, event in staged]
-    if released:  # each released job's lane message, owned by its job: its publish queues it
-        ready = [m.after for m in released]
-        pending += await jobs.outbox.stage(conn, holds.lane_messages(jobs.names, ready), [job["id"] for job in ready])
+    pending = await _written(jobs, conn, cancelled, released)
     left = Counter(_workflow(job) for job in [*ended, *(m.after for m in cancelled)])
     left.subtract(_workflow(job) for job in replayed)
     pending += await _tally(jobs, conn, left, {_workflow(job) for job in replayed})
+    return pending
+
+
+async def after_counts(
+    jobs: "PortableJobs", conn: AsyncConnection, ready: list[str], ended: list[str]
+) -> list[Pending]:
+    """What follows successes whose counts a statement in `conn`'s transaction moved already (PostgreSQL's finish,
+    jobs/postgres_follow.py): the dependents it counted to 0 released, the running workflows it counted to 0
+    ended. The messages and events to publish once it commits."""
+    rows = await _locked(conn, sorted(ready)) if ready else []
+    released = await jobs.cas(conn, steps.RELEASE, [Change(row) for row in rows])
+    pending = await _written(jobs, conn, [], released)
+    if ended:
+        query = select(WORKFLOWS).where(WORKFLOWS.c.id.in_(sorted(ended)))
+        pending += await _settled(jobs, conn, [dict(row._mapping) for row in await conn.execute(query)], utcnow())
+    return pending
+
+
+async def _written(
+    jobs: "PortableJobs", conn: AsyncConnection, cancelled: list[Move], released: list[Move]
+) -> list[Pending]:
+    """The moves' audit rows and events, and each released job's lane message (owned by its job: its publish
+    queues it), staged."""
+    pending = [event for _, event in await jobs.record(conn, [*cancelled, *released])]
+    if released:
+        ready = [m.after for m in released]
+        pending += await jobs.outbox.stage(conn, holds.lane_messages(jobs.names, ready), [job["id"] for job in ready])
     return pending
 
 
@@ -138,6 +161,12 @@ async def _tally(jobs: "PortableJobs", conn: AsyncConnection, left: Counter[str]
     rows = await jobs.counts.tally(conn, {w: left[w] for w in ids}, now) if ids else []
     if others := sorted(replayed - set(ids)):  # a workflow whose replay and end cancel out: read as it is
         rows += [dict(r._mapping) for r in await conn.execute(select(WORKFLOWS).where(WORKFLOWS.c.id.in_(others)))]
+    return await _settled(jobs, conn, rows, now)
+
+
+async def _settled(jobs: "PortableJobs", conn: AsyncConnection, rows: list[dict[str, Any]], now: Any) -> list[Pending]:
+    """Each workflow (a row after its count moved) that has no unfinished job left ended, each with some running
+    again; the events to publish."""
     staged: list[Pending] = []
     for workflow in sorted(rows, key=lambda row: str(row["id"])):
         if workflow["unfinished"] <= 0 and workflow["status"] == WorkflowStatus.RUNNING:

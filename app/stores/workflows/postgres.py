@@ -13,19 +13,32 @@ from app.stores import postgres, steps
 from app.stores.jobs.postgres_sql import JSON_COLUMNS
 from app.stores.workflows.counts import Counts
 
-COUNT_OFF = (
-    "UPDATE jobs SET deps_left = jobs.deps_left + $2::int * w.n "
-    "FROM (SELECT jobs.id, e.n FROM jobs JOIN (SELECT job_id, count(*)::int AS n FROM job_dependencies "
-    "WHERE depends_on_id = ANY($1::varchar[]) GROUP BY job_id) AS e ON e.job_id = jobs.id "
-    "WHERE " + steps.RELEASE.sql_guard() + " ORDER BY jobs.id FOR UPDATE OF jobs) AS w "
-    "WHERE jobs.id = w.id AND " + steps.RELEASE.sql_guard() + " RETURNING jobs.*"
-)
-TALLY = (
-    "UPDATE workflows SET unfinished = workflows.unfinished - v.n, updated_at = $3 "
-    "FROM (SELECT workflows.id, v.n FROM workflows JOIN unnest($1::varchar[], $2::int[]) AS v(id, n) "
-    "ON v.id = workflows.id ORDER BY workflows.id FOR UPDATE OF workflows) AS v "
-    "WHERE workflows.id = v.id RETURNING workflows.*"
-)
+
+def count_off(edges: str, by: str) -> str:
+    """An UPDATE moving each waiting dependent's `deps_left` by `by` times its count in `edges` (SQL for the
+    job_dependencies rows of the parents that count), its rows locked in id order first."""
+    return (
+        f"UPDATE jobs SET deps_left = jobs.deps_left + {by} * w.n "
+        "FROM (SELECT jobs.id, e.n FROM jobs JOIN (SELECT job_id, count(*)::int AS n FROM job_dependencies "
+        f"WHERE {edges} GROUP BY job_id) AS e ON e.job_id = jobs.id "
+        "WHERE " + steps.RELEASE.sql_guard() + " ORDER BY jobs.id FOR UPDATE OF jobs) AS w "
+        "WHERE jobs.id = w.id AND " + steps.RELEASE.sql_guard()
+    )
+
+
+def tally(ended: str, now: str) -> str:
+    """An UPDATE taking `ended`'s counts (SQL for rows (id, n)) off their workflows' `unfinished`, the rows locked
+    in id order first."""
+    return (
+        f"UPDATE workflows SET unfinished = workflows.unfinished - v.n, updated_at = {now} "
+        f"FROM (SELECT workflows.id, v.n FROM workflows JOIN {ended} AS v(id, n) "
+        "ON v.id = workflows.id ORDER BY workflows.id FOR UPDATE OF workflows) AS v "
+        "WHERE workflows.id = v.id"
+    )
+
+
+COUNT_OFF = count_off("depends_on_id = ANY($1::varchar[])", "$2::int") + " RETURNING jobs.*"
+TALLY = tally("unnest($1::varchar[], $2::int[])", "$3") + " RETURNING workflows.*"
 
 
 class PgCounts(Counts):
