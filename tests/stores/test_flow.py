@@ -18,12 +18,13 @@ from app.core.messages import JobMessage
 from app.core.names import Names
 from app.core.statuses import HeldReason
 from app.models.claims import insert_missing
-from app.models.tables import FLOW_KEYS, JOB_EVENTS, JOBS
+from app.models.tables import FLOW_KEYS, FLOW_STARTS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyCounts, KeyRef
 from app.stores.flow import statements as flow_statements
+from app.stores.flow.postgres import LOCK_CONCURRENCY, RELEASE_PLAIN
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
-from tests.support import claim_many, drop_jobs, make_job, stores_for
+from tests.support import claim_many, drop_jobs, make_job, statements, stores_for
 
 NAMES = Names(NS)
 
@@ -170,3 +171,34 @@ def test_the_key_lock_and_the_slot_count_render_for_mssql() -> None:
 
     assert "WITH (UPDLOCK, HOLDLOCK)" in lock and "WHERE NOT (EXISTS" in lock and "ON CONFLICT" not in lock
     assert "jobs.finished_at IS NULL" in rendered and "jobs.granted_run = jobs.runs + :runs_1" in rendered
+
+
+async def test_a_release_grants_in_order_and_goes_job_by_job_from_a_job_with_a_rate_key(engine: AsyncEngine) -> None:
+    """A key of limit 1 with three held jobs, the middle one rate-keyed: each freed slot releases the next in order,
+    the rate-keyed one through its window (a start counted), the plain ones set-wise (on PostgreSQL the lock and
+    one statement after the look for held jobs)."""
+    stores = stores_for(engine, NAMES)
+    client = a_client()
+    first, second = await keyed(engine, client, 2, concurrency_key="k", concurrency_limit=1)
+    [rated] = await keyed(
+        engine, client, 1, concurrency_key="k", concurrency_limit=1, rate_key="r", rate_starts=5, rate_period=60.0
+    )
+    [last] = await keyed(engine, client, 1, concurrency_key="k", concurrency_limit=1)
+    assert (await stores.flow.admit([first, second, rated, last])).held == {second, rated, last}
+
+    released = []
+    for done in (first, second, rated):
+        await finish(engine, done)
+        with statements(engine) as seen:
+            count, staged = await stores.flow.release([KeyRef(client, "k")], 10)
+        assert count == len(staged) == 1
+        released.append([p.message.message_id for p in staged])
+        if engine.dialect.name == "postgresql" and done == first:
+            assert [one for one in seen if one in (LOCK_CONCURRENCY, RELEASE_PLAIN)] == [
+                LOCK_CONCURRENCY,
+                RELEASE_PLAIN,
+            ]
+    assert released == [[second], [rated], [last]]
+    async with engine.connect() as conn:
+        starts = select(func.count()).select_from(FLOW_STARTS).where(FLOW_STARTS.c.client_id == client)
+        assert (await conn.execute(starts)).scalar_one() == 1

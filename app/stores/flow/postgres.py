@@ -10,9 +10,10 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.messages import loads
 from app.core.names import LANE_PRIORITIES, Names
 from app.models.job import IN_LANE_WHERE, WAITS_TURN_WHERE
-from app.models.rows import job_row
+from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.stores import postgres
@@ -21,6 +22,7 @@ from app.stores.flow.fair import LaneRef, LaneState, SqlFairness
 from app.stores.flow.locks import lock_keys
 from app.stores.flow.sql import Admitted, SqlFlow
 from app.stores.flow.statements import CONCURRENCY, LIVE, C, Hold, key_locks
+from app.stores.jobs.postgres_sql import json_parsed
 from app.stores.outbox import OutboxStore
 from app.stores.postgres import PgConnections
 
@@ -160,6 +162,60 @@ SELECT id, client_id, concurrency_key FROM holds
 """
 
 
+# Concurrency keys' rows locked in one order (locks.lock_keys') and bumped, as one statement: how many were found.
+LOCK_CONCURRENCY = f"""
+WITH locked AS MATERIALIZED (
+  SELECT f.client_id, f.kind, f.key FROM flow_keys f
+  JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS r(client_id, key)
+    ON f.client_id = r.client_id AND f.kind = 'concurrency' AND f.key = r.key
+  ORDER BY f.client_id, f.kind, f.key FOR UPDATE OF f
+),
+{BUMP}
+SELECT count(*) AS locked FROM locked
+"""
+
+# The oldest jobs held for these keys' slots (the keys locked by an earlier statement), granted while each key has
+# room, as sql.SqlFlow._release_keys grants them, in one statement: each key's slots in use, its oldest `$5` held
+# jobs, and those that fit granted (the n-th needs taken + n <= its limit, and every one before it fits); a key
+# whose held jobs have one with a rate key before they stop fitting is `slow`: its rest go job by job
+# (SqlFlow._release_key). The jobs granted as they are now, each with the slow keys (a row of NULLs if none).
+RELEASE_PLAIN = f"""
+WITH refs AS (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS r(client_id, key)),
+counts AS MATERIALIZED (
+  SELECT r.client_id, r.key, c.taken FROM refs r,
+  LATERAL (
+    SELECT count(*) FILTER (WHERE (j.status = 'running' AND j.lease_until > $3)
+                            OR (j.granted_run = j.runs + 1 AND j.granted_at > $4 AND j.status IN {LIVE_SQL})) AS taken
+    FROM jobs j WHERE j.client_id = r.client_id AND j.concurrency_key = r.key
+      AND j.concurrency_key IS NOT NULL AND j.finished_at IS NULL
+  ) AS c
+),
+held AS MATERIALIZED (
+  SELECT r.client_id, r.key, h.id, h.lim, h.rate_key, h.place FROM refs r,
+  LATERAL (
+    SELECT j.id, j.concurrency_limit AS lim, j.rate_key, row_number() OVER (ORDER BY j.created_at, j.id) AS place
+    FROM jobs j WHERE j.client_id = r.client_id AND j.concurrency_key = r.key AND j.concurrency_key IS NOT NULL
+      AND j.finished_at IS NULL AND j.held = 'concurrency'
+    ORDER BY j.created_at, j.id LIMIT $5
+  ) AS h
+),
+judged AS MATERIALIZED (
+  SELECT h.id, h.client_id, h.key, bool_or(h.rate_key IS NOT NULL) OVER w AS slow,
+         max(h.place - COALESCE(h.lim, 0)) OVER w <= -COALESCE(c.taken, 0) AS fits
+  FROM held h LEFT JOIN counts c ON c.client_id = h.client_id AND c.key = h.key
+  WINDOW w AS (PARTITION BY h.client_id, h.key ORDER BY h.place ROWS UNBOUNDED PRECEDING)
+),
+granted AS (
+  UPDATE jobs SET held = NULL, held_until = NULL, granted_run = jobs.runs + 1, granted_at = $3 FROM judged
+  WHERE jobs.id = judged.id AND judged.fits AND NOT judged.slow AND jobs.held = 'concurrency'
+    AND jobs.status IN {LIVE_SQL}
+  RETURNING jobs.*
+)
+SELECT g.*, s.slow FROM
+  (SELECT jsonb_agg(DISTINCT jsonb_build_array(client_id, key)) AS slow FROM judged WHERE slow AND fits) AS s
+  LEFT JOIN granted g ON true
+"""
+
 # The keys among these with held jobs (statements.held_keys), and whether a held job's rate window has passed.
 TO_RELEASE = """
 SELECT w.due, k.client_id, k.key FROM
@@ -193,6 +249,27 @@ class PgFlow(SqlFlow):
             params = ([ref.client_id for ref in keys], [ref.key for ref in keys], limit, now)
             found = await postgres.rows(conn, TO_RELEASE, params)
         return [KeyRef(row["client_id"], row["key"]) for row in found if row["key"] is not None], bool(found[0]["due"])
+
+    async def _lock_concurrency(self, conn: AsyncConnection, refs: Sequence[KeyRef]) -> None:
+        """See SqlFlow._lock_concurrency: one statement, unless a key has no row yet."""
+        found = await postgres.rows(conn, LOCK_CONCURRENCY, ([r.client_id for r in refs], [r.key for r in refs]))
+        if found[0]["locked"] < len(set(refs)):  # made (and locked) the usual way
+            await super()._lock_concurrency(conn, refs)
+
+    async def _release_keys(
+        self, conn: AsyncConnection, refs: Sequence[KeyRef], now: datetime, limit: int
+    ) -> list[JobRow]:
+        """See SqlFlow._release_keys: one statement (RELEASE_PLAIN), then job by job for a key with a rate key."""
+        if not refs:
+            return []
+        params = ([r.client_id for r in refs], [r.key for r in refs], now, now - self.lease, limit)
+        found = await postgres.rows(conn, RELEASE_PLAIN, params)
+        slow = found[0]["slow"]
+        slow = loads(slow) if isinstance(slow, str) else slow  # asyncpg's text, or decoded
+        freed = [job_row(json_parsed({k: v for k, v in row.items() if k != "slow"})) for row in found if row["id"]]
+        for client_id, key in sorted(slow or []):
+            freed += await self._release_key(conn, KeyRef(client_id, key), now, limit)
+        return freed
 
     async def admit_in(self, conn: AsyncConnection, job_ids: list[str]) -> Admission:
         """See FlowStore.admit_in. A key that may have room for a job this holds is released by the caller once

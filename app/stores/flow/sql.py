@@ -143,7 +143,7 @@ class SqlFlow:
         released, staged = 0, []
         if refs:
             async with self.engine.begin() as conn:
-                await lock_keys(conn, [(str(CONCURRENCY), ref.client_id, ref.key) for ref in refs])
+                await self._lock_concurrency(conn, refs)
                 freed = await self._release_keys(conn, refs, now, limit)
                 staged += await self.outbox.stage(conn, self._messages(freed))
                 released += len(freed)
@@ -153,6 +153,10 @@ class SqlFlow:
                 staged += await self.outbox.stage(conn, self._messages(freed))
                 released += len(freed)
         return released, staged
+
+    async def _lock_concurrency(self, conn: AsyncConnection, refs: Sequence[KeyRef]) -> None:
+        """Lock these concurrency keys' rows until the transaction ends (locks.lock_keys)."""
+        await lock_keys(conn, [(str(CONCURRENCY), ref.client_id, ref.key) for ref in refs])
 
     async def _to_release(self, keys: Sequence[KeyRef] | None, limit: int, now: datetime) -> tuple[list[KeyRef], bool]:
         """Which of `keys` (None: of every key) have held jobs, and whether a held job's rate window has passed.

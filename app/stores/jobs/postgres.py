@@ -24,9 +24,9 @@ from app.stores.jobs.postgres_sql import (
     INSERT_EVENTS,
     INSERT_EVENTS_AND_OUTBOX,
     JOB_COLUMNS,
-    JSON_COLUMNS,
     QUEUE_RECORDED,
     SAVE_JOBS,
+    json_parsed,
 )
 from app.stores.outbox import Pending, rows_of, staged_event
 from app.stores.outbox.postgres import PgOutbox, outbox_columns
@@ -174,13 +174,6 @@ def _parsed(value: Any) -> dict[str, Any]:
     return loads(value) if isinstance(value, str) else dict(value or {})
 
 
-def _loaded(row: dict[str, Any]) -> dict[str, Any]:
-    for name in JSON_COLUMNS:
-        if isinstance(row[name], str):
-            row[name] = loads(row[name])
-    return row
-
-
 @dataclass(frozen=True)
 class Recorded:
     """A row a statement moved and recorded in SQL, from where, and the event staged for it: (outbox id, routing
@@ -217,5 +210,5 @@ def _recorded(result: Sequence[Mapping[Any, Any]]) -> list[Recorded]:
             row.pop("event_id"),
         )
         source = row.pop("source")
-        moved.append(Recorded(_loaded(row), source, event))
+        moved.append(Recorded(json_parsed(row), source, event))
     return moved

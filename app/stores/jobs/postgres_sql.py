@@ -2,7 +2,10 @@
 claim batch, a finish batch and a confirmation batch each one statement with their audit rows and events
 (data-modifying CTEs). Each status change's guard is its step's (`app/stores/steps.py`)."""
 
+from typing import Any
+
 from app.core.event_bodies import JOB_FIELDS
+from app.core.messages import loads
 from app.stores import steps
 from app.stores.outbox.postgres import INSERT_OUTBOX
 from app.stores.postgres import shifted
@@ -63,6 +66,14 @@ FINISH_RECORDED = FINISH_CTES + " " + FINISH_RESULT
 
 
 JSON_COLUMNS = ("payload", "result", "error", "depends_on", "progress")
+
+
+def json_parsed(row: dict[str, Any]) -> dict[str, Any]:
+    """A jobs row as the driver gave it (a statement sent as text), its JSON columns (text there) parsed."""
+    for name in JSON_COLUMNS:
+        if isinstance(row.get(name), str):
+            row[name] = loads(row[name])
+    return row
 
 
 JOB_COLUMNS = (

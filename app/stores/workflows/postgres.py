@@ -7,10 +7,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.core.messages import loads
 from app.models.rows import JobRow, job_row
 from app.stores import postgres, steps
-from app.stores.jobs.postgres_sql import JSON_COLUMNS
+from app.stores.jobs.postgres_sql import json_parsed
 from app.stores.workflows.counts import Counts
 
 
@@ -44,17 +43,9 @@ TALLY = tally("unnest($1::varchar[], $2::int[])", "$3") + " RETURNING workflows.
 class PgCounts(Counts):
     async def count_off(self, conn: AsyncConnection, parents: list[str], by: int) -> list[JobRow]:
         rows = await postgres.rows(conn, COUNT_OFF, (sorted(set(parents)), by))
-        return [job_row(_parsed(dict(row))) for row in rows]
+        return [job_row(json_parsed(dict(row))) for row in rows]
 
     async def tally(self, conn: AsyncConnection, ended: dict[str, int], now: datetime) -> list[dict[str, Any]]:
         ids = sorted(ended)
         rows = await postgres.rows(conn, TALLY, (ids, [ended[i] for i in ids], now))
         return [dict(row) for row in rows]
-
-
-def _parsed(row: dict[str, Any]) -> dict[str, Any]:
-    """A jobs row as the driver gave it, its JSON columns (text here) parsed."""
-    for name in JSON_COLUMNS:
-        if isinstance(row[name], str):
-            row[name] = loads(row[name])
-    return row
