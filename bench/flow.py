@@ -37,6 +37,7 @@ TARGET_DRAIN = 0.8  # keyed / keyless
 TARGET_UNUSED = 0.95  # keyless / keyless with flow control's code path off
 CHECKS = 100_000
 TARGET_HANDOFF_MS = 20.0  # p50
+PARTS = ("finish", "release", "start")
 
 
 def _keyed(number: int) -> dict[str, Any]:
@@ -62,6 +63,22 @@ SELECT extract(epoch FROM started_at - lag(finished_at) OVER (PARTITION BY concu
 FROM jobs WHERE client_id = $1 AND status = 'succeeded'
 """
 
+# Each handoff in three parts: the run's end to its outcome's commit (its `succeeded` audit row), that to the next
+# job's grant (its release), and the grant to the next job running (the outbox, its lane, its claim).
+HANDOFF_PARTS = """
+WITH j AS (
+  SELECT concurrency_key, started_at, finished_at, granted_at,
+         (SELECT min(e.created_at) FROM job_events e WHERE e.job_id = j.id AND e.event = 'succeeded') AS recorded
+  FROM jobs j WHERE client_id = $1 AND status = 'succeeded'
+), o AS (
+  SELECT started_at, granted_at, lag(finished_at) OVER w AS ended, lag(recorded) OVER w AS recorded
+  FROM j WINDOW w AS (PARTITION BY concurrency_key ORDER BY started_at)
+)
+SELECT extract(epoch FROM recorded - ended) * 1000 AS finish, extract(epoch FROM granted_at - recorded) * 1000
+       AS release, extract(epoch FROM started_at - granted_at) * 1000 AS start
+FROM o WHERE ended IS NOT NULL AND granted_at > recorded
+"""
+
 
 async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     h.record_settings("flow", job_consumers_default=CONSUMERS)
@@ -76,13 +93,15 @@ async def flow(h: Harness, sizes: Sizes) -> list[Row]:
     keyless, keyed, off = median(rates["keyless"]), median(rates["keyed"]), median(rates["off"])
     share, unused = ratio(keyed, keyless, 3), ratio(keyless, off, 3)
     spread = max(max(arm) - min(arm) for arm in rates.values())
-    handoffs = await _handoffs(h)
+    handoffs, parts = await _handoffs(h)
     p50, p99 = percentile(handoffs, 50), percentile(handoffs, 99)
     h.notes.append(
         f"flow: {sizes.cost_rounds} rounds of each arm, taking turns. Rounds, jobs/s: keyless "
         f"{' / '.join(num(r) for r in rates['keyless'])}, keyed {' / '.join(num(r) for r in rates['keyed'])}, "
         f"flow control off {' / '.join(num(r) for r in rates['off'])}. "
-        f"Handoff: {len(handoffs)} slots freed over {HANDOFF_KEYS} keys of limit 1."
+        f"Handoff: {len(handoffs)} slots freed over {HANDOFF_KEYS} keys of limit 1; medians, ms: the run's end to "
+        f"its outcome committed {num(parts['finish'], 1)}, to the next job's release {num(parts['release'], 1)}, "
+        f"to that job running {num(parts['start'], 1)}."
     )
     return [
         Row(
@@ -167,11 +186,14 @@ async def _checks_us() -> float:
     return (time.perf_counter() - started) / CHECKS * 1e6
 
 
-async def _handoffs(h: Harness) -> list[float]:
+async def _handoffs(h: Harness) -> tuple[list[float], dict[str, float]]:
+    """Each handoff's time, and the medians of its three parts (HANDOFF_PARTS)."""
     names = h.env.settings_topology().names
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, HANDOFF_JOBS, _serial)
     worker = await h.start_job_worker(CONSUMERS, name="job-worker-flow-handoff")
     await h.wait_succeeded(HANDOFF_JOBS, drain_budget(HANDOFF_JOBS), "flow handoff", CLIENT_ID)
     await worker.stop()
-    return [float(row["ms"]) for row in await h.db.pool.fetch(HANDOFFS, CLIENT_ID) if row["ms"] is not None]
+    handoffs = [float(row["ms"]) for row in await h.db.pool.fetch(HANDOFFS, CLIENT_ID) if row["ms"] is not None]
+    parts = await h.db.pool.fetch(HANDOFF_PARTS, CLIENT_ID)
+    return handoffs, {name: median(float(row[name]) for row in parts) if parts else 0.0 for name in PARTS}
