@@ -121,9 +121,9 @@ class PgJobs(PortableJobs):
         async with self.engine.begin() if follows else self.connections.autocommit() as conn:
             result = await postgres.rows(conn, statement, params)
             if counted:
-                ready, ended = ([r["job_id"] for r in result if r["follows"] == kind] for kind in ("release", "end"))
+                ready, settle = ([r["job_id"] for r in result if r["follows"] == k] for k in ("release", "settle"))
                 result = [row for row in result if row["follows"] is None]
-                followed = await follow.after_counts(self, conn, ready, ended) if ready or ended else []
+                followed = await follow.after_counts(self, conn, ready, settle) if ready or settle else []
             moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
             if follows and not counted:
                 mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in moved]

@@ -3,8 +3,9 @@ statement on PostgreSQL: each success counted off its waiting dependents' `deps_
 `unfinished` (stores/workflows/follow.py, rule 19), in the finish's transaction. A leaf of a fan-in costs its
 batch that one statement between BEGIN and COMMIT, where the counts were two statements of their own.
 
-The statement returns, beside the finish's rows, the dependents it counted to 0 and the running workflows it
-counted to 0: what follows those (a release, a workflow's end) needs messages built here, so it is written by
+The statement returns, beside the finish's rows, the dependents it counted to 0 and the workflows whose status the
+count changes (follow._settled: a running one counted to 0 ends). What follows those (a release, a workflow's end)
+needs messages built here, so it is written by
 `follow.after_counts` in the same transaction before the COMMIT. Any other outcome of a workflow's job (one that
 ended dead-lettered or cancelled, whose policy decides) goes through `follow.follow` as before."""
 
@@ -28,7 +29,8 @@ FINISH_FOLLOWED = (
         " FROM staged", ", NULL FROM staged"
     )
     + " UNION ALL SELECT id, NULL, NULL, NULL, 'release' FROM counted WHERE deps_left <= 0"
-    + " UNION ALL SELECT id, NULL, NULL, NULL, 'end' FROM tallied WHERE unfinished <= 0 AND status = 'running'"
+    + " UNION ALL SELECT id, NULL, NULL, NULL, 'settle' FROM tallied"
+    + " WHERE (unfinished <= 0 AND status = 'running') OR (unfinished > 0 AND status <> 'running')"
 )
 
 

@@ -78,16 +78,17 @@ async def follow(jobs: "PortableJobs", conn: AsyncConnection, moves: list[Move])
 
 
 async def after_counts(
-    jobs: "PortableJobs", conn: AsyncConnection, ready: list[str], ended: list[str]
+    jobs: "PortableJobs", conn: AsyncConnection, ready: list[str], workflows: list[str]
 ) -> list[Pending]:
     """What follows successes whose counts a statement in `conn`'s transaction moved already (PostgreSQL's finish,
-    jobs/postgres_follow.py): the dependents it counted to 0 released, the running workflows it counted to 0
-    ended. The messages and events to publish once it commits."""
+    jobs/postgres_follow.py): the dependents it counted to 0 released, and the workflows whose counts change their
+    status settled (`_settled`: a running one with no unfinished job left ends). The messages and events to
+    publish once it commits."""
     rows = await _locked(conn, sorted(ready)) if ready else []
     released = await jobs.cas(conn, steps.RELEASE, [Change(row) for row in rows])
     pending = await _written(jobs, conn, [], released)
-    if ended:
-        query = select(WORKFLOWS).where(WORKFLOWS.c.id.in_(sorted(ended)))
+    if workflows:
+        query = select(WORKFLOWS).where(WORKFLOWS.c.id.in_(sorted(workflows)))
         pending += await _settled(jobs, conn, [dict(row._mapping) for row in await conn.execute(query)], utcnow())
     return pending
 
