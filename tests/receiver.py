@@ -34,6 +34,7 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)  # answered in order; 200 once they run out
     delay: float = 0.0
     delays: dict[str, float] = field(default_factory=dict)  # per path, on top of `delay`
+    holds: dict[str, asyncio.Event] = field(default_factory=dict)  # per path: answered once the event is set
     answer: Answer | None = None
 
     def url(self, path: str = "/hook") -> str:
@@ -47,6 +48,8 @@ class Receiver:
         self.requests.append(received)
         if self.delay or request.url.path in self.delays:
             await asyncio.sleep(self.delay + self.delays.get(request.url.path, 0))
+        if request.url.path in self.holds:
+            await self.holds[request.url.path].wait()
         if self.answer is not None:
             response = self.answer(received)
         else:

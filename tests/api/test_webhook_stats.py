@@ -1,6 +1,7 @@
 """An endpoint's stats (GET /api/v1/webhooks/{id}/stats) from real deliveries to a loopback receiver that answers
 200 and 500: counts by status, the attempts' success rate and latency, the last error, the circuit, in flight."""
 
+import asyncio
 import math
 import uuid
 from datetime import timedelta
@@ -130,23 +131,24 @@ async def test_an_endpoint_with_nothing_sent_has_no_rate_no_latency_and_a_closed
 async def test_a_delivery_being_sent_is_in_flight(api: Api, webhook_worker: WebhookWorker, receiver: Receiver) -> None:
     headers = await api.new_client("stats-in-flight")
     webhook_id = await endpoint(api, headers, receiver, "/slow")
-    receiver.delays["/slow"] = 1.5
+    receiver.holds["/slow"] = answer = asyncio.Event()
     sent = await api.client.post(f"/api/v1/webhooks/{webhook_id}/test", headers=headers)
     assert sent.status_code == 202
 
     async def arrived() -> bool:
         return bool(receiver.on("/slow"))
 
-    await wait_for(arrived)  # the receiver holds the request: the delivery is being sent now
+    await wait_for(arrived)  # the receiver holds the request until told: the delivery is being sent now
     figures = await stats(api, headers, webhook_id)
     assert (figures["in_flight"], figures["pending"], figures["deliveries"], figures["attempts"]) == (1, 1, 1, 0)
+    answer.set()
 
     async def done() -> dict[str, Any] | None:
         figures = await stats(api, headers, webhook_id)
-        return figures if figures["in_flight"] == 0 else None
+        return figures if figures["succeeded"] == 1 else None
 
     after = await wait_for(done)
-    assert after is not None and (after["succeeded"], after["attempts"]) == (1, 1)
+    assert after is not None and (after["in_flight"], after["attempts"]) == (0, 1)
 
 
 async def test_the_window_counts_only_deliveries_made_in_it(api: Api, db: AsyncEngine, receiver: Receiver) -> None:
