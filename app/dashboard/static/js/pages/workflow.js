@@ -71,7 +71,13 @@ export async function render(view, { ids: [id], signal }) {
   const drawHead = () => {
     const jobs = [...byId.values()].map((entry) => entry.job);
     const title = h("h1", {}, `Workflow ${workflow.name} `, badge(workflow.status));
-    const cancel = workflow.status === "running" ? cancelButton(workflow, shown) : null;
+    // The cancel's answer is the workflow as the cancel left it; its end may already have come by the stream, so
+    // the page reads it once more after showing the answer (an event comes only after its change commits).
+    const cancelled = (answer) => {
+      shown(answer);
+      return quietly();
+    };
+    const cancel = workflow.status === "running" ? cancelButton(workflow, cancelled) : null;
     const actions = h("div", { class: "actions" }, cancel);
     replace(parts.head, title, actions);
     replace(parts.fields, section("Fields", facts(workflow, jobs)));
