@@ -19,6 +19,7 @@ from app.stores.jobs.postgres_admit import ADMIT_AND_CLAIM
 from app.workers.jobs.batches import THROTTLED
 from app.workers.verdicts import Claimed, Drop
 from tests.conftest import NS, REDIS_URL
+from tests.stores.test_pg_claim import add
 from tests.support import drop_jobs, job_batches, make_job, statements, wait_for, waiting_on_a_row_lock
 
 NAMES = Names(NS)
@@ -35,12 +36,6 @@ async def client(db: AsyncEngine) -> AsyncIterator[str]:
     await drop_jobs(db, JOBS.c.client_id == client_id)
     async with db.begin() as conn:
         await conn.execute(FLOW_KEYS.delete().where(FLOW_KEYS.c.client_id == client_id))
-
-
-async def add(db: AsyncEngine, *jobs: dict[str, Any]) -> list[str]:
-    async with db.begin() as conn:
-        await conn.execute(insert(JOBS), list(jobs))
-    return [job["id"] for job in jobs]
 
 
 def keyed_job(client: str, n: int = 0, limit: int = 2, **columns: Any) -> dict[str, Any]:
