@@ -5,13 +5,15 @@ N no-op tasks (bench/peers/); then submit -> succeeded latency at a fixed modera
 import contextlib
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.core.names import Lane
+from bench import costs
+from bench.costs import Cost
 from bench.harness import CLIENT_ID, Harness, read_ids
 from bench.peers.drain import PEERS, PeerResult, drain_all
 from bench.preload import preload
-from bench.procs import tree_cpu_seconds, until
+from bench.procs import CpuMeter, until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 from bench.stats import median, percentile
@@ -32,6 +34,7 @@ class Drained:
     noop: float
     by_hand: float
     rounds: int = 1  # more than one: each figure is the median of this many rounds
+    cost: Cost | None = None  # per job, by service (the target's drains)
 
     @property
     def shown(self) -> str:
@@ -52,6 +55,8 @@ async def end_to_end(h: Harness, sizes: Sizes) -> list[Row]:
     drains.append(target)
     rows = [_drain_row(d, sizes.drain_jobs, peers) for d in drains]
     rows += _peer_rows(target, sizes.drain_jobs, peers)
+    dramatiq = None if isinstance(peers, str) else peers["Dramatiq"].cost
+    rows += costs.rows(target.cost, dramatiq, DRAIN_TARGET_CONSUMERS, peers if isinstance(peers, str) else "")
     rows.append(await _latency_at_rate(h, sizes))
     pool = 2 * h.env.settings().db_pool_size
     h.notes.append(
@@ -69,9 +74,10 @@ async def _rounds(h: Harness, sizes: Sizes) -> tuple[Drained, dict[str, PeerResu
     """The drain at C = 32 and the peers' drains, in `drain_rounds` rounds that each run all of them in turn:
     the machine's speed drifts by tens of percent within minutes, so each figure is the median of its rounds,
     every one measured beside the others of its round. Each round's figures are in the notes."""
-    rounds = [(await _drain(h, sizes.drain_jobs, DRAIN_TARGET_CONSUMERS, profiled=True), await _peers(h, sizes))]
+    c = DRAIN_TARGET_CONSUMERS
+    rounds = [(await _drain(h, sizes.drain_jobs, c, profiled=True, costed=True), await _peers(h, sizes))]
     while len(rounds) < sizes.drain_rounds and not isinstance(rounds[-1][1], str):
-        rounds.append((await _drain(h, sizes.drain_jobs, DRAIN_TARGET_CONSUMERS), await _peers(h, sizes)))
+        rounds.append((await _drain(h, sizes.drain_jobs, c, costed=True), await _peers(h, sizes)))
     for number, (d, peers) in enumerate(rounds, start=1):
         shown = (
             ""
@@ -91,6 +97,7 @@ async def _rounds(h: Harness, sizes: Sizes) -> tuple[Drained, dict[str, PeerResu
         median([d.noop for d, _ in rounds]),
         median([d.by_hand for d, _ in rounds]),
         len(rounds),
+        costs.median_of([d.cost for d, _ in rounds]),
     )
     if isinstance(rounds[-1][1], str):  # the peers failed in a later round: the rows say so
         return drained, rounds[-1][1]
@@ -102,14 +109,15 @@ async def _rounds(h: Harness, sizes: Sizes) -> tuple[Drained, dict[str, PeerResu
             median([p[label].per_s for p in measured]),
             median([p[label].cpu_ms for p in measured]),
             median([p[label].cores for p in measured]),
+            costs.median_of([p[label].cost for p in measured]),
         )
         for label, first in measured[0].items()
     }
     return drained, peers
 
 
-async def _drain(h: Harness, jobs: int, consumers: int, profiled: bool = False) -> Drained:
-    ours, per_job = await drain_once(h, jobs, consumers, profiled=profiled)
+async def _drain(h: Harness, jobs: int, consumers: int, profiled: bool = False, costed: bool = False) -> Drained:
+    ours, per_job, cost = await drain_once(h, jobs, consumers, profiled=profiled, costed=costed)
     names = h.env.settings_topology().names
     noop = await _baseline(h, jobs, consumers, ["--mode", "noop"])
     pool = 2 * h.env.settings().db_pool_size  # the service's engine: pool size + as many again as overflow
@@ -117,39 +125,55 @@ async def _drain(h: Harness, jobs: int, consumers: int, profiled: bool = False) 
     asyncpg = await _baseline(h, jobs, consumers, [*by_hand, "--events-exchange", names.events_exchange])
     if await h.db.succeeded() != jobs:
         raise RuntimeError("baseline (b) did not leave every job succeeded")
-    return Drained(consumers, ours, per_job, noop, asyncpg)
+    return Drained(consumers, ours, per_job, noop, asyncpg, cost=cost)
+
+
+class Drain(NamedTuple):
+    per_s: float
+    cpu_ms: float | None  # the job worker's CPU per job, None when it ran nearly all of them before it was metered
+    cost: Cost | None = None  # what a job cost each service, when asked for and counted
 
 
 async def drain_once(
-    h: Harness, jobs: int, consumers: int, module: str = "app", profiled: bool = False, label: str = ""
-) -> tuple[float, float | None]:
-    """One job worker (started with `module`) draining `jobs` pre-loaded echo jobs with `consumers` consumers:
-    its jobs/s and its CPU per job in ms (None when it ran nearly all of them before it was metered)."""
+    h: Harness,
+    jobs: int,
+    consumers: int,
+    module: str = "app",
+    profiled: bool = False,
+    label: str = "",
+    costed: bool = False,
+) -> Drain:
+    """One job worker (started with `module`) draining `jobs` pre-loaded echo jobs with `consumers` consumers: its
+    jobs/s, its CPU per job in ms and, when `costed`, the services' counters per job (bench/costs.py)."""
     names = h.env.settings_topology().names
     budget = drain_budget(jobs)
     await h.env.reset()
     await preload(h.env.database_url, h.broker, names, CLIENT_ID, jobs)
+    window = costs.Window(h.env.dsn)
+    if costed:
+        await window.open()
     name = f"job-worker-c{consumers}{label}"
     worker = await h.start_job_worker(consumers, name=name, module=module)
     profile: contextlib.AbstractAsyncContextManager[Any] = (
         h.profiled(f"drain-worker-c{consumers}", worker) if profiled else contextlib.nullcontext()
     )
-    before, cpu_before = await h.db.succeeded(), tree_cpu_seconds(worker.pid)
+    before, meter = await h.db.succeeded(), CpuMeter({"worker": worker})
     async with profile, h.metered(f"the drain with C = {consumers}{label}", {"job worker": worker}):
         await h.wait_succeeded(jobs, budget, f"drain of {jobs} jobs with C={consumers}{label}")
-        cpu = tree_cpu_seconds(worker.pid) - cpu_before
+        used = meter.seconds()
     await worker.stop()
     first, last, done = await h.db.drain_window()
     ours = done / max((last - first).total_seconds(), 1e-6)
     # As for the peers: CPU from when the worker's consumers were all attached to the N-th job, per job run in
     # between; n/a when the worker had run nearly all of them before (a tiny quick-mode drain).
     counted = done - before
-    per_job = cpu * 1000 / counted if counted >= max(1, jobs // 10) else None
+    per_job = used["worker"] * 1000 / counted if counted >= max(1, jobs // 10) else None
     h.notes.append(
         f"job worker CPU per job in the drain with C = {consumers}{label}: {num(per_job, 2)} ms "
         f"(over the last {counted} of {done} jobs)."
     )
-    return ours, per_job
+    cost = await window.close(done, used, counted) if costed and per_job is not None else None
+    return Drain(ours, per_job, cost)
 
 
 async def _baseline(h: Harness, jobs: int, consumers: int, mode: list[str]) -> float:

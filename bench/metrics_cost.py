@@ -33,7 +33,8 @@ async def metrics_cost(h: Harness, sizes: Sizes) -> list[Row]:
     ingests: dict[str, list[tuple[float, float | None]]] = {"on": [], "off": []}
     for round_ in range(sizes.cost_rounds):
         for arm, module in ARMS if round_ % 2 == 0 else reversed(ARMS):
-            drains[arm].append(await drain_once(h, sizes.drain_jobs, CONSUMERS, module, label=f" (metrics {arm})"))
+            drained = await drain_once(h, sizes.drain_jobs, CONSUMERS, module, label=f" (metrics {arm})")
+            drains[arm].append((drained.per_s, drained.cpu_ms))
             ingests[arm].append(await _ingest(h, sizes, arm, module))
     h.notes.append(
         f"metrics_cost: {sizes.cost_rounds} rounds of each arm, taking turns (on, off, then off, on, ...); "

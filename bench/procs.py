@@ -112,15 +112,19 @@ class CpuMeter:
         self.services = _service_cpu()
         self.machine = _machine_busy()
 
-    def cores(self) -> dict[str, float]:
-        wall = max(time.monotonic() - self.started, 1e-6)
+    def seconds(self) -> dict[str, float]:
+        """CPU seconds each used since the meter started."""
         used = {name: tree_cpu_seconds(proc.pid) - self.mine[name] for name, proc in self.procs.items()}
         for name in SERVICES.values():
             used[name] = 0.0
         for pid, (name, seconds) in _service_cpu().items():
             used[name] += seconds - self.services.get(pid, (name, 0.0))[1]
         used["machine"] = _machine_busy() - self.machine
-        return {name: seconds / wall for name, seconds in used.items()}
+        return used
+
+    def cores(self) -> dict[str, float]:
+        wall = max(time.monotonic() - self.started, 1e-6)
+        return {name: seconds / wall for name, seconds in self.seconds().items()}
 
 
 def foreign_pytest() -> bool:

@@ -13,16 +13,18 @@ import contextlib
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
+from bench import costs
+from bench.costs import Cost
 from bench.env import RABBITMQ_URL, REDIS_URL
 from bench.harness import Harness
 from bench.peers import venv
-from bench.procs import Proc, process_tree, tree_cpu_seconds, until
+from bench.procs import CpuMeter, Proc, process_tree, until
 from bench.sizes import drain_budget
 
 KEYS = ("first", "last", "done")  # the Redis keys each task updates (bench/peers/tasks.py), after the prefix
@@ -61,6 +63,7 @@ class PeerResult:
     per_s: float
     cpu_ms: float | None  # worker process tree CPU per task
     cores: float  # the tree's cores during the drain
+    cost: Cost | None = None  # per task, by service (bench/costs.py)
 
 
 @dataclass
@@ -104,11 +107,14 @@ async def drain(h: Harness, peer: Peer, python: Path, count: int) -> PeerResult:
     try:
         await run.forget()
         await _enqueue(run, count)
+        window = costs.Window(None)  # a peer has no database
+        await window.open()
         worker = h.procs.start(f"peer-{peer.system}", peer.worker_args(queue), run.env(), python=str(python))
         try:
-            return await _measure(run, worker, count)
+            result, used, counted = await _measure(run, worker, count)
         finally:
             await _stop(worker)
+        return replace(result, cost=await window.close(result.tasks, used, counted))
     finally:
         try:
             await run.forget()
@@ -127,31 +133,35 @@ async def _enqueue(run: Run, count: int) -> None:
     await until(all_queued, 60, f"{count} {run.peer.label} tasks in {run.queue}", interval=0.1)
 
 
-async def _measure(run: Run, worker: Proc, count: int) -> PeerResult:
+async def _measure(run: Run, worker: Proc, count: int) -> tuple[PeerResult, dict[str, float], int]:
+    """The drain's result, the CPU seconds of the worker and the services while it was metered, and the tasks
+    run meanwhile."""
+
     async def started() -> int:
         if not worker.alive():
             raise RuntimeError(f"{worker.name} exited with {worker.popen.returncode}:\n{worker.tail()}")
         return await run.done()
 
     await until(started, 120, f"{run.peer.label}'s first task", interval=0.02)
-    before, cpu_before, at = await run.done(), tree_cpu_seconds(worker.pid), time.monotonic()
+    before, meter, at = await run.done(), CpuMeter({"worker": worker}), time.monotonic()
     async with run.h.metered(f"the {run.peer.label} drain (the shared services)", {}):
 
         async def finished() -> bool:
             return await started() >= count
 
         await until(finished, drain_budget(count), f"{run.peer.label} drain of {count} tasks", interval=0.05)
-        cpu = tree_cpu_seconds(worker.pid) - cpu_before
-        wall = max(time.monotonic() - at, 1e-6)
+        used = meter.seconds()
+        cpu, wall = used["worker"], max(time.monotonic() - at, 1e-6)
     first, last, done = [float(value or 0) for value in await run.redis.mget(*(f"{run.keys}:{key}" for key in KEYS))]
     elapsed, counted = last - first, int(done) - before
-    return PeerResult(
+    result = PeerResult(
         run.peer.label,
         int(done),
         done / elapsed if elapsed > 0 else 0.0,
         cpu * 1000 / counted if counted > 0 else None,
         cpu / wall,
     )
+    return result, used, counted
 
 
 def _started_at(pid: int) -> str | None:
