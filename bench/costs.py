@@ -3,7 +3,8 @@
 - RabbitMQ: the node's global counters (`rabbit_global_counters`, read with `rabbitmqctl eval`; no management
   plugin is needed): messages received from publishers, delivered to consumers, acknowledged.
 - PostgreSQL: `pg_stat_database` of the bench's database (transactions committed; rows inserted, updated and
-  deleted) and `pg_stat_user_tables` (rows written per table). Statements are counted by `pg_stat_statements`
+  deleted), `pg_stat_user_tables` (rows written per table) and `pg_stat_wal` (the server's WAL written: the bench is
+  alone on it while it measures). Statements are counted by `pg_stat_statements`
   only where the server loads it (`shared_preload_libraries`, a setting of the server's start): elsewhere the
   table says so rather than counting on the client's side.
 - Redis: INFO's `total_commands_processed`, less the bench's own INFO calls.
@@ -39,7 +40,6 @@ _EVAL = (
     "F = fun(K) -> maps:fold(fun(_, V, A) -> A + maps:get(K, V, 0) end, 0, M) end, "
     'lists:foreach(fun(K) -> io:format("~s ~b~n", [K, F(K)]) end, [{}]).'
 ).replace("{}", ", ".join(_GLOBAL.values()))
-DATABASE = ("transactions", "rows written", "statements")
 SETTLE_READS = 20  # reads of PostgreSQL's views, 0.25 s apart, until two agree
 Counts = dict[str, float]
 
@@ -68,7 +68,7 @@ async def _database(dsn: str | None) -> Counts:
         own, last = 1 + statements, None
         for _ in range(SETTLE_READS):
             now = await _database_once(conn, statements)
-            own += 2 + statements
+            own += 4 + statements
             if last is not None and now["rows written"] == last["rows written"]:
                 break
             last = now
@@ -84,6 +84,8 @@ async def _database_once(conn: asyncpg.Connection, statements: bool) -> Counts:
         "FROM pg_stat_database WHERE datname = current_database()"
     )
     read: Counts = {"transactions": float(db["xact_commit"]), "rows written": float(db["written"])}
+    if await conn.fetchval("SELECT to_regclass('pg_stat_wal') IS NOT NULL"):  # PostgreSQL 14 and later
+        read["WAL kB"] = float(await conn.fetchval("SELECT wal_bytes FROM pg_stat_wal")) / 1024
     tables = await conn.fetch("SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS written FROM pg_stat_user_tables")
     read |= {f"rows: {row['relname']}": float(row["written"]) for row in tables}
     if statements:
@@ -182,7 +184,7 @@ def rows(ours: Cost | None, dramatiq: Cost | None, consumers: int, why_none: str
 
     broker = tuple(sum(cost.get(name) or 0.0 for name in BROKER) if cost else None for cost in (ours, dramatiq))
     statements = "statements" if ours is not None and ours.get("statements") is not None else None
-    database = ("transactions", "rows written", *([statements] if statements else []))
+    database = ("transactions", "rows written", "WAL kB", *([statements] if statements else []))
     machine = tuple(cost.get("cpu: machine") if cost else None for cost in (ours, dramatiq))
     cheaper = None if None in machine else machine[0] <= machine[1]  # type: ignore[operator]
     tables = " · ".join(f"{name} {value:.2f}" for name, value in (ours.tables() if ours else {}).items())
@@ -196,7 +198,8 @@ def rows(ours: Cost | None, dramatiq: Cost | None, consumers: int, why_none: str
         ),
         Row(
             "cost",
-            f"{at}: PostgreSQL transactions / rows written{' / statements' if statements else ''} (pg_stat_database"
+            f"{at}: PostgreSQL transactions / rows written / WAL kB{' / statements' if statements else ''} "
+            "(pg_stat_database, pg_stat_wal"
             + (", pg_stat_statements)" if statements else "; statements need pg_stat_statements, not loaded here)"),
             shown(ours, database),
             "Dramatiq: no database",

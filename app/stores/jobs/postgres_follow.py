@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from app.core.statuses import TERMINAL, JobStatus
 from app.stores.jobs.moves import Move
-from app.stores.jobs.postgres_sql import FINISH_CTES, FINISH_RESULT
+from app.stores.jobs.postgres_sql import FINISH_CTES, finish_result
 from app.stores.workflows.postgres import count_off, tally
 
 FINISH_FOLLOWED = (
@@ -25,9 +25,7 @@ FINISH_FOLLOWED = (
     + "tallied AS ("
     + tally("(SELECT workflow_id, count(*)::int FROM let_go GROUP BY workflow_id)", "$1")
     + " RETURNING workflows.id, workflows.unfinished, workflows.status) "
-    + FINISH_RESULT.replace(" FROM moved ", ", NULL::varchar AS follows FROM moved ").replace(
-        " FROM staged", ", NULL FROM staged"
-    )
+    + finish_result(follows=True)
     + " UNION ALL SELECT id, NULL, NULL, NULL, 'release' FROM counted WHERE deps_left <= 0"
     + " UNION ALL SELECT id, NULL, NULL, NULL, 'settle' FROM tallied"
     + " WHERE (unfinished <= 0 AND status = 'running') OR (unfinished > 0 AND status <> 'running')"

@@ -58,11 +58,19 @@ FINISH_CTES = (
     "AS o(exchange, routing_key, body, headers, priority, message_id, owner, runs, n) "
     "WHERE (o.owner, o.runs) IN (SELECT id, runs FROM moved) ORDER BY o.n RETURNING id, message_id)"
 )
-FINISH_RESULT = (
-    "SELECT id AS job_id, runs, NULL::varchar AS message_id, NULL::bigint AS outbox_id FROM moved "
-    "UNION ALL SELECT NULL, NULL, message_id, id FROM staged"
-)
-FINISH_RECORDED = FINISH_CTES + " " + FINISH_RESULT
+
+
+def finish_result(follows: bool = False) -> str:
+    """The finish's result: the moved (id, runs), and each staged event's outbox id beside its message id; with
+    `follows`, a column for what follows in a workflow, NULL in these rows (postgres_follow.py adds its own)."""
+    extra = (", NULL::varchar AS follows", ", NULL") if follows else ("", "")
+    return (
+        f"SELECT id AS job_id, runs, NULL::varchar AS message_id, NULL::bigint AS outbox_id{extra[0]} FROM moved "
+        f"UNION ALL SELECT NULL, NULL, message_id, id{extra[1]} FROM staged"
+    )
+
+
+FINISH_RECORDED = FINISH_CTES + " " + finish_result()
 
 
 JSON_COLUMNS = ("payload", "result", "error", "depends_on", "progress")
