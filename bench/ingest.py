@@ -19,6 +19,9 @@ BATCH_SIZE = 500
 BATCH_CLIENTS = 4
 PUBLISH_IN_FLIGHT = 100
 UNAVAILABLE = (404, 405)
+# Issue 50's targets: submits at 32 clients against the bare endpoint (a), the batch endpoint against raw publishes.
+INGEST_TARGET = 1.2
+BATCH_TARGET = 1.0
 
 
 def _ms3(stats: dict[str, float]) -> str:
@@ -125,8 +128,8 @@ def _level_rows(clients: int, mine: dict[str, Any], base: dict[str, Any]) -> lis
             num(mine["per_s"]),
             f"(a) {num(base['per_s'])}",
             f"{num(speed, 2)} x (a)",
-            "≥ 1.0 x (a)" if at_target else "—",
-            (speed is not None and speed >= 1.0) if at_target else None,
+            f"≥ {INGEST_TARGET} x (a)" if at_target else "—",
+            (speed is not None and speed >= INGEST_TARGET) if at_target else None,
         ),
         Row(
             "ingest",
@@ -207,7 +210,7 @@ def _batch_rows(batch: dict[str, Any], publish: dict[str, Any]) -> list[Row]:
         )
     ]
     figure = f"jobs/s via POST /api/v1/jobs/batch, {BATCH_SIZE} jobs per request, {_clients(BATCH_CLIENTS)}"
-    target = "≥ 0.7 x raw publish"
+    target = f"≥ {BATCH_TARGET} x raw publish"
     if "unavailable" in batch:
         return [*rows, Row("ingest", figure, batch["unavailable"], floor, "—", target, None)]
     speed = ratio(batch["jobs_per_s"], publish["per_s"])
@@ -221,6 +224,6 @@ def _batch_rows(batch: dict[str, Any], publish: dict[str, Any]) -> list[Row]:
             floor,
             f"{num(speed, 2)} x raw publish",
             target,
-            speed is not None and speed >= 0.7 and batch["errors"] == 0,
+            speed is not None and speed >= BATCH_TARGET and batch["errors"] == 0,
         ),
     ]

@@ -9,12 +9,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import aio_pika
+import asyncpg
 import httpx
 import pytest
+from redis.asyncio import Redis
 from standardwebhooks.webhooks import Webhook
 
-from bench import scenarios
+from app.core.config import Settings
+from bench import costs, scenarios
 from bench.receiver import Receiver
+from tests.conftest import RABBITMQ_URL, REDIS_URL
 from tests.support import ROOT, wait_for
 
 SCENARIOS = (
@@ -110,3 +115,39 @@ def _signed(n: int, body: bytes) -> dict[str, str]:
     now = datetime.now(UTC)
     signature = Webhook(SECRET).sign(f"msg_{n}", now, body.decode())
     return {"webhook-id": f"msg_{n}", "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": signature}
+
+
+async def test_the_cost_window_reads_each_services_own_counters(settings: Settings) -> None:
+    """Five messages published, delivered and acked, ten rows written and three Redis commands, between the
+    window's two reads: each counter saw at least that much (the services are shared: others may add to them)."""
+    dsn = settings.database_url.replace("+asyncpg", "")
+    window = costs.Window(dsn)
+    await window.open()
+    assert window.before is not None and {"published", "rows written", "redis commands"} <= set(window.before)
+    connection = await aio_pika.connect(RABBITMQ_URL)
+    async with connection:
+        channel = await connection.channel()
+        queue = await channel.declare_queue(exclusive=True)
+        for n in range(5):
+            await channel.default_exchange.publish(aio_pika.Message(str(n).encode()), routing_key=queue.name)
+        for _ in range(5):
+            message = await wait_for(lambda: queue.get(fail=False), within=10)
+            await message.ack()
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("CREATE TEMP TABLE counted (n int)")
+        await conn.executemany("INSERT INTO counted VALUES ($1)", [(n,) for n in range(10)])
+    finally:
+        await conn.close()
+    client = Redis.from_url(REDIS_URL)
+    try:
+        for n in range(3):
+            await client.set(f"{settings.namespace}:cost-window:{n}", n, ex=60)
+    finally:
+        await client.aclose()
+    cost = await window.close(1, {"worker": 0.002}, 1)
+    assert cost is not None
+    least = {"published": 5, "delivered": 5, "acknowledged": 5, "rows written": 10, "redis commands": 3}
+    for name, count in least.items():
+        assert (cost.get(name) or 0) >= count, (name, cost.per_job)
+    assert cost.get("cpu: worker") == 2.0
