@@ -55,13 +55,15 @@ async def wait_for(check: Callable[[], Awaitable[T]], within: float = 15, interv
 
 
 @contextlib.contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+def statements(engine: AsyncEngine, autocommit: bool = False) -> Iterator[list[Any]]:
     """The SQL the engine sends while the block runs (a listener also sends the PostgreSQL stores' direct
-    statements through SQLAlchemy: app/stores/postgres.rows)."""
-    sent: list[str] = []
+    statements through SQLAlchemy: app/stores/postgres.rows); with `autocommit`, each as (SQL, whether its
+    connection was in autocommit, outside any transaction)."""
+    sent: list[Any] = []
 
     def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
-        sent.append(statement)
+        alone = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+        sent.append((statement, alone) if autocommit else statement)
 
     event.listen(engine.sync_engine, "before_cursor_execute", seen)
     try:

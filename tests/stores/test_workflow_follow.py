@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import mssql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -20,7 +20,7 @@ from app.models.tables import JOB_DEPENDENCIES, JOB_EVENTS, JOBS, OUTBOX, WORKFL
 from app.services.upkeep.retention import Retention, emptied_before
 from app.stores.artifacts.sql import SqlArtifacts
 from app.stores.jobs import JobStore, Outcome
-from app.stores.jobs.postgres_follow import FINISH_FOLLOWED
+from app.stores.jobs.postgres_follow import FINISH_COUNTED, FINISH_FOLLOWED
 from app.stores.workflows.counts import counted_off, tallied
 from app.workers.jobs.outcomes import succeeded
 from tests.conftest import NS
@@ -87,6 +87,11 @@ async def releases_of(engine: AsyncEngine, job_id: str) -> tuple[int, int]:
         trail = select(func.count()).where(JOB_EVENTS.c.job_id == job_id, JOB_EVENTS.c.event == "pending")
         staged = select(func.count()).where(OUTBOX.c.message_id == job_id)
         return (await conn.execute(trail)).scalar_one(), (await conn.execute(staged)).scalar_one()
+
+
+async def set_deps_left(engine: AsyncEngine, job_id: str, deps_left: int) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(update(JOBS).where(JOBS.c.id == job_id).values(deps_left=deps_left))
 
 
 async def finish(jobs: JobStore, engine: AsyncEngine, *rows: dict[str, Any]) -> list[Any]:
@@ -191,24 +196,36 @@ def test_the_statements_that_follow_an_outcome_render_for_mssql() -> None:
     assert "NOT (EXISTS (SELECT jobs.id" in empty
 
 
-async def test_on_postgresql_a_leafs_success_and_its_counts_are_one_statement(db: AsyncEngine) -> None:
+async def test_on_postgresql_a_leafs_success_and_its_counts_are_one_statement_with_no_transaction(
+    db: AsyncEngine,
+) -> None:
     """A fan-in's leaf that releases nothing: its finish, its dependent's count and its workflow's count in one
-    statement; the last leaf's statement says what to release, and the release follows in its transaction."""
+    statement, sent alone in autocommit. The last leaf's statement fails there, having written nothing, and the
+    same counts in a transaction say what to release, which follows in that transaction; the next batch then goes
+    to a transaction at once."""
     jobs = stores_for(db, Names(NS)).jobs
-    workflow = await a_workflow(db, {"a": [], "b": [], "z": ["a", "b"]}, running={"a", "b"})
+    workflow = await a_workflow(db, {"a": [], "b": [], "c": [], "z": ["a", "b", "c"]}, running={"a", "b", "c"})
     j = workflow["jobs"]
 
-    with statements(db) as seen:
+    with statements(db, autocommit=True) as seen:
         assert await finish(jobs, db, j["a"]) == []
-    assert [one for one in seen if not one.startswith("SELECT")] == [FINISH_FOLLOWED]  # the read is the test's
+    assert [one for one in seen if not one[0].startswith("SELECT")] == [(FINISH_COUNTED, True)]  # the read: ours
     async with db.connect() as conn:
         deps_left = (await conn.execute(select(JOBS.c.deps_left).where(JOBS.c.id == j["z"]["id"]))).scalar_one()
         unfinished = await conn.execute(select(WORKFLOWS.c.unfinished).where(WORKFLOWS.c.id == workflow["id"]))
-        assert (deps_left, unfinished.scalar_one()) == (1, 2)
+        assert (deps_left, unfinished.scalar_one()) == (2, 3)
 
-    with statements(db) as seen:
+    await set_deps_left(db, j["z"]["id"], 1)  # as if c had succeeded elsewhere: b is the last
+    with statements(db, autocommit=True) as seen:
         followed = await finish(jobs, db, j["b"])
-    assert next(one for one in seen if not one.startswith("SELECT")) == FINISH_FOLLOWED
+    sent = [one for one in seen if not one[0].startswith("SELECT")]
+    assert sent[:2] == [(FINISH_COUNTED, True), (FINISH_FOLLOWED, False)]
     assert [p.message.message_id for p in followed if p.job_id is not None] == [j["z"]["id"]]
     assert await releases_of(db, j["z"]["id"]) == (1, 1)
-    assert await statuses(db, workflow) == {"a": "succeeded", "b": "succeeded", "z": "pending"}
+    assert (await statuses(db, workflow))["z"] == "pending"
+    assert jobs.counts_alone is False  # type: ignore[attr-defined]
+
+    with statements(db, autocommit=True) as seen:
+        assert await finish(jobs, db, j["c"]) == []
+    assert next(one for one in seen if not one[0].startswith("SELECT")) == (FINISH_FOLLOWED, False)
+    assert jobs.counts_alone is True  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.messages import loads
@@ -42,6 +43,10 @@ class PgJobs(PortableJobs):
         super().__init__(engine, names, outbox, lease_seconds)
         self.connections = connections
         self.counts = PgCounts()
+        # Whether a finish batch whose counts are all in its statement tries it alone first (FINISH_COUNTED): so
+        # long as the last such batch had nothing to follow. A chain's every step releases the next, and then
+        # its batches go straight to the transaction, rather than each failing first.
+        self.counts_alone = True
 
     def one_transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for work that is one statement here: sent alone, with no BEGIN or COMMIT."""
@@ -101,6 +106,19 @@ class PgJobs(PortableJobs):
             admission = admission.merged(later)
         return Claim(self._moved(moved), admission)
 
+    async def _counted_alone(self, params: tuple[Any, ...]) -> list[Mapping[Any, Any]] | None:
+        """A finish batch with its counts (FINISH_COUNTED) as one statement in autocommit: its rows, or None, with
+        nothing written, when something follows the counts (a release, a workflow's end), which the caller's
+        transaction then writes with them (rule 19)."""
+        try:
+            async with self.connections.autocommit() as conn:
+                return list(await postgres.rows(conn, postgres_follow.FINISH_COUNTED, params))
+        except DBAPIError as exc:
+            if _sqlstate(exc) != postgres_follow.NOTHING_FOLLOWS_OR_ELSE:
+                raise
+        self.counts_alone = False
+        return None
+
     def _moved(self, moved: list["Recorded"]) -> list[Moved]:
         exchange = self.names.events_exchange
         return [(job_row(one.row), staged_event(exchange, one.event)) for one in moved]
@@ -117,23 +135,36 @@ class PgJobs(PortableJobs):
         followed: list[Pending] = []
         follows = follow.concerns(moves)
         counted = follows and postgres_follow.counted_here(moves)
-        statement = postgres_follow.FINISH_FOLLOWED if counted else FINISH_RECORDED
-        async with self.engine.begin() if follows else self.connections.autocommit() as conn:
-            result = await postgres.rows(conn, statement, params)
-            if counted:
-                ready, settle = ([r["job_id"] for r in result if r["follows"] == k] for k in ("release", "settle"))
-                result = [row for row in result if row["follows"] is None]
-                followed = await follow.after_counts(self, conn, ready, settle) if ready or settle else []
+        alone = await self._counted_alone(params) if counted and self.counts_alone else None
+        result: Sequence[Mapping[Any, Any]]
+        if alone is not None:
+            result = alone
             moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
-            if follows and not counted:
-                mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in moved]
-                followed = await self.settle(conn, mine)
+        else:
+            statement = postgres_follow.FINISH_FOLLOWED if counted else FINISH_RECORDED
+            async with self.engine.begin() if follows else self.connections.autocommit() as conn:
+                result = await postgres.rows(conn, statement, params)
+                if counted:
+                    ready, settle = ([r["job_id"] for r in result if r["follows"] == k] for k in ("release", "settle"))
+                    result = [row for row in result if row["follows"] is None]
+                    followed = await follow.after_counts(self, conn, ready, settle) if ready or settle else []
+                    self.counts_alone = not (ready or settle)
+                moved = {(row["job_id"], row["runs"]) for row in result if row["job_id"] is not None}
+                if follows and not counted:
+                    mine = [m for o, m in zip(outcomes, moves, strict=True) if (o.job["id"], o.job["runs"]) in moved]
+                    followed = await self.settle(conn, mine)
         staged = {row["message_id"]: int(row["outbox_id"]) for row in result if row["job_id"] is None}
         recorded = [
             Pending(staged[event.message_id or ""], event) if (o.job["id"], o.job["runs"]) in moved else None
             for o, event in zip(outcomes, events, strict=True)
         ]
         return Finished(recorded, followed)
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    """The server's SQLSTATE of a driver error, as asyncpg gives it or as SQLAlchemy's adapter of it does."""
+    state = getattr(exc.orig, "sqlstate", None)
+    return state if isinstance(state, str) else None
 
 
 def event_columns(rows: Sequence[TrailRow]) -> tuple[list[Any], ...]:
