@@ -62,7 +62,9 @@ async def test_jobs_turn_succeeded_on_the_jobs_page_without_a_reload(service: Se
     await page.goto(f"{service.url}/dashboard#/jobs")
     await expect(page.locator("#live-state")).to_have_text("Live updates: on")
     await page.evaluate("window.stayed = true")  # gone if the page reloads
-    jobs = [await service.submit(key, job_type="sleep", payload={"seconds": 1.5}) for _ in range(2)]
+    # The page looks for arrivals a second after the first event and shows them then (both, since they came
+    # together): each job runs long enough to be seen running however late that look is answered.
+    jobs = [await service.submit(key, job_type="sleep", payload={"seconds": 4}) for _ in range(2)]
     for job in jobs:
         row = page.locator(f'tr[data-job-id="{job["id"]}"]')
         await expect(row.locator("[data-status]")).to_have_attribute("data-status", "running")
