@@ -126,7 +126,8 @@ class PgJobs(PortableJobs):
     async def finish(self, outcomes: list[Outcome]) -> Finished:
         """The moves, their audit rows and their events planned here and written by one statement, a transaction
         by itself (rule 17's batch with no BEGIN or COMMIT round trip); None for an outcome fenced out. A batch
-        with a workflow's job in it is a transaction, the same statement then what follows in the workflow."""
+        with a workflow's job in it is a transaction, the same statement then what follows in the workflow, unless
+        its counts are all in its statement and nothing follows them (`_counted_alone`)."""
         now = utcnow()
         moves = [planned(Change(o.job, o.values, o.detail), o.to, now) for o in outcomes]
         rows = [{**m.after, "seq": o.job["seq"], "runs": o.job["runs"]} for o, m in zip(outcomes, moves, strict=True)]

@@ -1,7 +1,8 @@
 """A finish batch whose workflow jobs all succeeded (or will retry), with what follows them counted in the same
 statement on PostgreSQL: each success counted off its waiting dependents' `deps_left` and its workflow's
 `unfinished` (stores/workflows/follow.py, rule 19), in the finish's transaction. A leaf of a fan-in costs its
-batch that one statement between BEGIN and COMMIT, where the counts were two statements of their own.
+batch that one statement, sent alone (FINISH_COUNTED, below), where the counts were two statements of their own
+between BEGIN and COMMIT.
 
 The statement returns, beside the finish's rows, the dependents it counted to 0 and the workflows whose status the
 count changes (follow._settled: a running one counted to 0 ends). What follows those (a release, a workflow's end)
