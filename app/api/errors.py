@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.cursors import BadCursor
-from app.core.database import is_unreachable
+from app.core.database import is_unreachable, sqlstate
 from app.core.masking import mask_urls
 from app.core.secret_box import SecretsUnavailable
 from app.core.ssrf import UnsafeURL
@@ -140,7 +140,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         detail = "The database is unreachable, so nothing was saved; retry in a few seconds."
         headers = {"Retry-After": str(DB_RETRY_AFTER)}
         return JSONResponse(_body("database_unavailable", detail), 503, headers=headers)
-    if getattr(getattr(exc, "orig", None), "sqlstate", None) in UNSTORABLE_TEXT:
+    if sqlstate(exc) in UNSTORABLE_TEXT:
         detail = "A text value holds a character the database cannot store (NUL, U+0000); remove it and retry."
         return JSONResponse(_body("invalid_text", detail), 422)
     logger.exception("unhandled error in {} {}", request.method, request.url.path)

@@ -20,14 +20,20 @@ UNREACHABLE = (OperationalError, InterfaceError, OSError, ConnectionError)
 UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03")
 
 
+def sqlstate(exc: BaseException) -> str | None:
+    """The server's SQLSTATE of a database error (the driver's error SQLAlchemy wraps as `orig`), or None."""
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return state if isinstance(state, str) else None
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """Whether an exception means the database could not be reached."""
     if isinstance(exc, UNREACHABLE):
         return True
     if not isinstance(exc, DBAPIError):
         return False
-    state = getattr(exc.orig, "sqlstate", None)
-    return exc.connection_invalidated or (isinstance(state, str) and state.startswith(UNREACHABLE_STATES))
+    state = sqlstate(exc)
+    return exc.connection_invalidated or (state is not None and state.startswith(UNREACHABLE_STATES))
 
 
 NO_AUTOVACUUM = (

@@ -11,7 +11,7 @@ from aio_pika.exceptions import AMQPError
 from redis.exceptions import RedisError
 
 from app.core.broker import Outgoing, PublishError
-from app.core.database import is_unreachable
+from app.core.database import is_unreachable, sqlstate
 from app.core.group_commit import GroupCommitClosed
 from app.core.incoming import Message
 from app.core.messages import FAILURES_HEADER
@@ -29,8 +29,8 @@ def is_outage(exc: BaseException) -> bool:
     so comes back as often as it takes, uncounted."""
     if is_unreachable(exc) or isinstance(exc, OUTAGES):
         return True
-    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
-    return isinstance(state, str) and state.startswith(PASSING_STATES)
+    state = sqlstate(exc)
+    return state is not None and state.startswith(PASSING_STATES)
 
 
 def failures(message: Message) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.database import sqlstate
 from app.core.messages import loads
 from app.core.names import Names
 from app.models.rows import TrailRow, job_row
@@ -114,7 +115,7 @@ class PgJobs(PortableJobs):
             async with self.connections.autocommit() as conn:
                 return list(await postgres.rows(conn, postgres_follow.FINISH_COUNTED, params))
         except DBAPIError as exc:
-            if _sqlstate(exc) != postgres_follow.NOTHING_FOLLOWS_OR_ELSE:
+            if sqlstate(exc) != postgres_follow.NOTHING_FOLLOWS_OR_ELSE:
                 raise
         self.counts_alone = False
         return None
@@ -160,12 +161,6 @@ class PgJobs(PortableJobs):
             for o, event in zip(outcomes, events, strict=True)
         ]
         return Finished(recorded, followed)
-
-
-def _sqlstate(exc: DBAPIError) -> str | None:
-    """The server's SQLSTATE of a driver error, as asyncpg gives it or as SQLAlchemy's adapter of it does."""
-    state = getattr(exc.orig, "sqlstate", None)
-    return state if isinstance(state, str) else None
 
 
 def event_columns(rows: Sequence[TrailRow]) -> tuple[list[Any], ...]:
