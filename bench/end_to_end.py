@@ -13,7 +13,7 @@ from bench.costs import Cost
 from bench.harness import CLIENT_ID, Harness, read_ids
 from bench.peers.drain import PEERS, PeerResult, drain_all
 from bench.preload import preload
-from bench.procs import CpuMeter, until
+from bench.procs import until
 from bench.report import Row, num, ratio
 from bench.sizes import Sizes, drain_budget
 from bench.stats import median, percentile
@@ -157,10 +157,9 @@ async def drain_once(
     profile: contextlib.AbstractAsyncContextManager[Any] = (
         h.profiled(f"drain-worker-c{consumers}", worker) if profiled else contextlib.nullcontext()
     )
-    before, meter = await h.db.succeeded(), CpuMeter({"worker": worker})
-    async with profile, h.metered(f"the drain with C = {consumers}{label}", {"job worker": worker}):
+    before, used = await h.db.succeeded(), dict[str, float]()
+    async with profile, h.metered(f"the drain with C = {consumers}{label}", {"worker": worker}, used):
         await h.wait_succeeded(jobs, budget, f"drain of {jobs} jobs with C={consumers}{label}")
-        used = meter.seconds()
     await worker.stop()
     first, last, done = await h.db.drain_window()
     ours = done / max((last - first).total_seconds(), 1e-6)

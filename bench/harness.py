@@ -207,13 +207,18 @@ class Harness:
             yield
 
     @contextlib.asynccontextmanager
-    async def metered(self, label: str, procs: dict[str, Proc]) -> AsyncIterator[dict[str, float]]:
+    async def metered(
+        self, label: str, procs: dict[str, Proc], seconds: dict[str, float] | None = None
+    ) -> AsyncIterator[dict[str, float]]:
         """Note how many cores each process, the shared services and the machine used during the block; the
-        yielded dict holds the same figures afterwards."""
+        yielded dict holds the same figures afterwards, and `seconds`, when given, the CPU seconds of each."""
         meter = CpuMeter(procs)
         cores: dict[str, float] = {}
         yield cores
-        cores.update(meter.cores())
+        used = meter.seconds()
+        cores.update(meter.cores(used))
+        if seconds is not None:
+            seconds.update(used)
         used = ", ".join(f"{name} {value:.2f}" for name, value in cores.items())
         self.notes.append(f"CPU in cores (of {os.cpu_count()}) during {label}: {used}.")
 

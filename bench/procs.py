@@ -122,9 +122,10 @@ class CpuMeter:
         used["machine"] = _machine_busy() - self.machine
         return used
 
-    def cores(self) -> dict[str, float]:
+    def cores(self, used: dict[str, float] | None = None) -> dict[str, float]:
+        """Cores each used since the meter started (`used`: its `seconds()`, read already)."""
         wall = max(time.monotonic() - self.started, 1e-6)
-        return {name: seconds / wall for name, seconds in self.seconds().items()}
+        return {name: seconds / wall for name, seconds in (used or self.seconds()).items()}
 
 
 def foreign_pytest() -> bool:

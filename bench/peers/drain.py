@@ -24,7 +24,7 @@ from bench.costs import Cost
 from bench.env import RABBITMQ_URL, REDIS_URL
 from bench.harness import Harness
 from bench.peers import venv
-from bench.procs import CpuMeter, Proc, process_tree, until
+from bench.procs import Proc, process_tree, until
 from bench.sizes import drain_budget
 
 KEYS = ("first", "last", "done")  # the Redis keys each task updates (bench/peers/tasks.py), after the prefix
@@ -143,15 +143,15 @@ async def _measure(run: Run, worker: Proc, count: int) -> tuple[PeerResult, dict
         return await run.done()
 
     await until(started, 120, f"{run.peer.label}'s first task", interval=0.02)
-    before, meter, at = await run.done(), CpuMeter({"worker": worker}), time.monotonic()
-    async with run.h.metered(f"the {run.peer.label} drain (the shared services)", {}):
+    before, used, at = await run.done(), dict[str, float](), time.monotonic()
 
-        async def finished() -> bool:
-            return await started() >= count
+    async def finished() -> bool:
+        return await started() >= count
 
+    async with run.h.metered(f"the {run.peer.label} drain", {"worker": worker}, used):
         await until(finished, drain_budget(count), f"{run.peer.label} drain of {count} tasks", interval=0.05)
-        used = meter.seconds()
-        cpu, wall = used["worker"], max(time.monotonic() - at, 1e-6)
+        wall = max(time.monotonic() - at, 1e-6)
+    cpu = used["worker"]
     first, last, done = [float(value or 0) for value in await run.redis.mget(*(f"{run.keys}:{key}" for key in KEYS))]
     elapsed, counted = last - first, int(done) - before
     result = PeerResult(
