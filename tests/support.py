@@ -72,14 +72,15 @@ def statements(engine: AsyncEngine, autocommit: bool = False) -> Iterator[list[A
         event.remove(engine.sync_engine, "before_cursor_execute", seen)
 
 
-async def waiting_on_a_row_lock(db: AsyncEngine) -> bool:
-    """Whether a statement on the jobs table of this test database is waiting for a row lock."""
+async def waiting_on_a_row_lock(db: AsyncEngine, naming: str = "jobs") -> bool:
+    """Whether a statement of this test database that names the table `naming` is waiting for a row lock (within
+    the first kilobyte of its text: pg_stat_activity keeps no more)."""
     query = text(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND query ILIKE '%jobs%'"
+        " AND wait_event_type = 'Lock' AND query ILIKE :naming"
     )
     async with db.connect() as conn:
-        return bool((await conn.execute(query)).scalar_one())
+        return bool((await conn.execute(query, {"naming": f"%{naming}%"})).scalar_one())
 
 
 async def until_serving(client: httpx.AsyncClient, within: float = 30) -> None:

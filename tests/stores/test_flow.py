@@ -22,6 +22,7 @@ from app.models.tables import FLOW_KEYS, FLOW_STARTS, JOB_EVENTS, JOBS
 from app.stores.flow import KeyCounts, KeyRef
 from app.stores.flow import statements as flow_statements
 from app.stores.flow.postgres import LOCK_CONCURRENCY, RELEASE_PLAIN
+from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED
 from app.workers.verdicts import Claimed
 from tests.conftest import NS, REDIS_URL
 from tests.support import claim_many, drop_jobs, make_job, statements, stores_for
@@ -175,8 +176,9 @@ def test_the_key_lock_and_the_slot_count_render_for_mssql() -> None:
 
 async def test_a_release_grants_in_order_and_goes_job_by_job_from_a_job_with_a_rate_key(engine: AsyncEngine) -> None:
     """A key of limit 1 with three held jobs, the middle one rate-keyed: each freed slot releases the next in order,
-    the rate-keyed one through its window (a start counted), the plain ones set-wise (on PostgreSQL the lock and
-    one statement after the look for held jobs)."""
+    the rate-keyed one through its window (a start counted), the plain ones set-wise. On PostgreSQL a plain job
+    goes by the look and one statement with no transaction; the rate-keyed one is left by that statement to the
+    transaction: the lock, one statement, then job by job."""
     stores = stores_for(engine, NAMES)
     client = a_client()
     first, second = await keyed(engine, client, 2, concurrency_key="k", concurrency_limit=1)
@@ -186,19 +188,18 @@ async def test_a_release_grants_in_order_and_goes_job_by_job_from_a_job_with_a_r
     [last] = await keyed(engine, client, 1, concurrency_key="k", concurrency_limit=1)
     assert (await stores.flow.admit([first, second, rated, last])).held == {second, rated, last}
 
-    released = []
+    released, sent = [], []
     for done in (first, second, rated):
         await finish(engine, done)
         with statements(engine) as seen:
             count, staged = await stores.flow.release([KeyRef(client, "k")], 10)
         assert count == len(staged) == 1
         released.append([p.message.message_id for p in staged])
-        if engine.dialect.name == "postgresql" and done == first:
-            assert [one for one in seen if one in (LOCK_CONCURRENCY, RELEASE_PLAIN)] == [
-                LOCK_CONCURRENCY,
-                RELEASE_PLAIN,
-            ]
+        sent.append([one for one in seen if one in (LOOK, RELEASE_LOOKED, LOCK_CONCURRENCY, RELEASE_PLAIN)])
     assert released == [[second], [rated], [last]]
+    if engine.dialect.name == "postgresql":
+        slow = [LOOK, RELEASE_LOOKED, LOCK_CONCURRENCY, RELEASE_PLAIN]
+        assert sent == [[LOOK, RELEASE_LOOKED], slow, [LOOK, RELEASE_LOOKED]]
     async with engine.connect() as conn:
         starts = select(func.count()).select_from(FLOW_STARTS).where(FLOW_STARTS.c.client_id == client)
         assert (await conn.execute(starts)).scalar_one() == 1

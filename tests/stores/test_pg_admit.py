@@ -3,12 +3,9 @@ jobs are admitted and claimed by one statement; a decision on the key that commi
 snapshot leaves them to the admission in a transaction of its own, which sees it."""
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -20,22 +17,10 @@ from app.workers.jobs.batches import THROTTLED
 from app.workers.verdicts import Claimed, Drop
 from tests.conftest import NS, REDIS_URL
 from tests.stores.test_pg_claim import add
-from tests.support import drop_jobs, job_batches, make_job, statements, wait_for, waiting_on_a_row_lock
+from tests.support import job_batches, make_job, statements, wait_for, waiting_on_a_row_lock
 
 NAMES = Names(NS)
 NOW = datetime.now(UTC)
-
-
-@pytest.fixture
-async def client(db: AsyncEngine) -> AsyncIterator[str]:
-    """A client whose key `k` has its row already (its first admission made it)."""
-    client_id = f"admit-{uuid.uuid4().hex[:12]}"
-    async with db.begin() as conn:
-        await conn.execute(insert(FLOW_KEYS).values(client_id=client_id, kind="concurrency", key="k", version=0))
-    yield client_id
-    await drop_jobs(db, JOBS.c.client_id == client_id)
-    async with db.begin() as conn:
-        await conn.execute(FLOW_KEYS.delete().where(FLOW_KEYS.c.client_id == client_id))
 
 
 def keyed_job(client: str, n: int = 0, limit: int = 2, **columns: Any) -> dict[str, Any]:

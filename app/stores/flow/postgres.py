@@ -20,10 +20,12 @@ from app.stores import postgres
 from app.stores.flow import Admission, KeyRef
 from app.stores.flow.fair import LaneRef, LaneState, SqlFairness
 from app.stores.flow.locks import lock_keys
+from app.stores.flow.postgres_keys import BUMP, LIVE_SQL, judged_held
+from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED, granted_now, looked, release_params, released
 from app.stores.flow.sql import Admitted, SqlFlow
-from app.stores.flow.statements import CONCURRENCY, LIVE, C, Hold, key_locks
+from app.stores.flow.statements import CONCURRENCY, C, Hold, key_locks
 from app.stores.jobs.postgres_sql import json_parsed
-from app.stores.outbox import OutboxStore
+from app.stores.outbox import OutboxStore, Pending
 from app.stores.postgres import PgConnections
 
 # The predicates are the partial indexes' own texts: ix_jobs_waiting's, then ix_jobs_fair's.
@@ -58,9 +60,6 @@ class PgFairness(SqlFairness):
 
 
 # -- concurrency keys' admission ----------------------------------------------------------------------------------
-LIVE_SQL = "(" + ", ".join(f"'{status}'" for status in LIVE) + ")"
-
-
 # A keyed job waits to start (statements.ready, not holds_grant): the claim's own jobs of `jobs AS j` among the ids
 # of `ids`, `now` and `since` the statement's placeholders.
 def waiting_where(ids: str, now: str, since: str) -> str:
@@ -73,14 +72,6 @@ def waiting_where(ids: str, now: str, since: str) -> str:
         f"AND j.granted_at > {since})"
     )
 
-
-# Locks `locked`'s rows of flow_keys in one order (locks.lock_keys') and bumps their versions: every decision about a
-# key bumps its version, so a statement that read the key's jobs before another decision on it committed sees that
-# (its snapshot's version is not the one it locked: jobs/postgres_admit.py).
-BUMP = (
-    "bumped AS (UPDATE flow_keys f SET version = f.version + 1 FROM locked l "
-    "WHERE f.client_id = l.client_id AND f.kind = l.kind AND f.key = l.key)"
-)
 
 # The batch's jobs that wait to start, with their keys' rows locked and bumped; `locked` counts the rows found, so
 # a key with no row yet is seen.
@@ -181,30 +172,7 @@ SELECT count(*) AS locked FROM locked
 # (SqlFlow._release_key). The jobs granted as they are now, each with the slow keys (a row of NULLs if none).
 RELEASE_PLAIN = f"""
 WITH refs AS (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS r(client_id, key)),
-counts AS MATERIALIZED (
-  SELECT r.client_id, r.key, c.taken FROM refs r,
-  LATERAL (
-    SELECT count(*) FILTER (WHERE (j.status = 'running' AND j.lease_until > $3)
-                            OR (j.granted_run = j.runs + 1 AND j.granted_at > $4 AND j.status IN {LIVE_SQL})) AS taken
-    FROM jobs j WHERE j.client_id = r.client_id AND j.concurrency_key = r.key
-      AND j.concurrency_key IS NOT NULL AND j.finished_at IS NULL
-  ) AS c
-),
-held AS MATERIALIZED (
-  SELECT r.client_id, r.key, h.id, h.lim, h.rate_key, h.place FROM refs r,
-  LATERAL (
-    SELECT j.id, j.concurrency_limit AS lim, j.rate_key, row_number() OVER (ORDER BY j.created_at, j.id) AS place
-    FROM jobs j WHERE j.client_id = r.client_id AND j.concurrency_key = r.key AND j.concurrency_key IS NOT NULL
-      AND j.finished_at IS NULL AND j.held = 'concurrency'
-    ORDER BY j.created_at, j.id LIMIT $5
-  ) AS h
-),
-judged AS MATERIALIZED (
-  SELECT h.id, h.client_id, h.key, bool_or(h.rate_key IS NOT NULL) OVER w AS slow,
-         max(h.place - COALESCE(h.lim, 0)) OVER w <= -COALESCE(c.taken, 0) AS fits
-  FROM held h LEFT JOIN counts c ON c.client_id = h.client_id AND c.key = h.key
-  WINDOW w AS (PARTITION BY h.client_id, h.key ORDER BY h.place ROWS UNBOUNDED PRECEDING)
-),
+{judged_held("refs")},
 granted AS (
   UPDATE jobs SET held = NULL, held_until = NULL, granted_run = jobs.runs + 1, granted_at = $3 FROM judged
   WHERE jobs.id = judged.id AND judged.fits AND NOT judged.slow AND jobs.held = 'concurrency'
@@ -214,19 +182,6 @@ granted AS (
 SELECT g.*, s.slow FROM
   (SELECT jsonb_agg(DISTINCT jsonb_build_array(client_id, key)) AS slow FROM judged WHERE slow AND fits) AS s
   LEFT JOIN granted g ON true
-"""
-
-# The keys among these with held jobs (statements.held_keys), and whether a held job's rate window has passed.
-TO_RELEASE = """
-SELECT w.due, k.client_id, k.key FROM
-  (SELECT EXISTS (SELECT 1 FROM jobs WHERE held = 'rate' AND held_until <= $4) AS due) AS w
-  LEFT JOIN (
-    SELECT DISTINCT j.client_id, j.concurrency_key AS key
-    FROM jobs j JOIN unnest($1::text[], $2::text[]) AS r(client_id, key)
-      ON j.client_id = r.client_id AND j.concurrency_key = r.key
-    WHERE j.held = 'concurrency' AND j.concurrency_key IS NOT NULL AND j.finished_at IS NULL
-    ORDER BY 1, 2 LIMIT $3
-  ) AS k ON true
 """
 
 
@@ -241,14 +196,29 @@ class PgFlow(SqlFlow):
         super().__init__(engine, names, outbox, lease_seconds)
         self.connections = connections
 
-    async def _to_release(self, keys: Sequence[KeyRef] | None, limit: int, now: datetime) -> tuple[list[KeyRef], bool]:
-        """See SqlFlow._to_release: for given keys, one statement, a transaction by itself."""
+    async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
+        """See FlowStore.release. For given keys (a run's end), two statements with no transaction: a look at their
+        oldest held jobs, then one that grants those that fit and stages their messages (postgres_release.py); the
+        keys it leaves go in a transaction, as every key does elsewhere."""
         if keys is None:
-            return await super()._to_release(keys, limit, now)
+            return await super().release(keys, limit)
+        now = utcnow()
+        params = ([ref.client_id for ref in keys], [ref.key for ref in keys], limit, now)
+        staged: list[Pending] = []
+        left: list[KeyRef] = []
         async with self.connections.autocommit() as conn:
-            params = ([ref.client_id for ref in keys], [ref.key for ref in keys], limit, now)
-            found = await postgres.rows(conn, TO_RELEASE, params)
-        return [KeyRef(row["client_id"], row["key"]) for row in found if row["key"] is not None], bool(found[0]["due"])
+            look = looked(await postgres.rows(conn, LOOK, params))
+            if look.jobs:
+                messages = self._messages([granted_now(job, now) for job in look.jobs])
+                params = release_params(look.jobs, messages, now, self.lease, limit)
+                found = await postgres.rows(conn, RELEASE_LOOKED, params)
+                staged, left = released(found, messages)
+        more, also = await self._release_in_transaction(left, now, limit)
+        released_count, staged = len(staged) + more, staged + also
+        if look.window_due:
+            more, also = await self._release_due(now, limit)
+            released_count, staged = released_count + more, staged + also
+        return released_count, staged
 
     async def _lock_concurrency(self, conn: AsyncConnection, refs: Sequence[KeyRef]) -> None:
         """See SqlFlow._lock_concurrency: one statement, unless a key has no row yet."""

@@ -140,19 +140,29 @@ class SqlFlow:
         """See FlowStore.release."""
         now = utcnow()
         refs, window_due = await self._to_release(keys, limit, now)
-        released, staged = 0, []
-        if refs:
-            async with self.engine.begin() as conn:
-                await self._lock_concurrency(conn, refs)
-                freed = await self._release_keys(conn, refs, now, limit)
-                staged += await self.outbox.stage(conn, self._messages(freed))
-                released += len(freed)
+        released, staged = await self._release_in_transaction(refs, now, limit)
         if window_due:
-            async with self.engine.begin() as conn:
-                freed = await self._release_windows(conn, now, limit)
-                staged += await self.outbox.stage(conn, self._messages(freed))
-                released += len(freed)
+            more, also = await self._release_due(now, limit)
+            released, staged = released + more, staged + also
         return released, staged
+
+    async def _release_in_transaction(
+        self, refs: Sequence[KeyRef], now: datetime, limit: int
+    ) -> tuple[int, list[Pending]]:
+        """Release the jobs held for these keys' slots in a transaction: the keys locked, the oldest held jobs that
+        fit granted, their lane messages staged. How many, and the messages."""
+        if not refs:
+            return 0, []
+        async with self.engine.begin() as conn:
+            await self._lock_concurrency(conn, refs)
+            freed = await self._release_keys(conn, refs, now, limit)
+            return len(freed), await self.outbox.stage(conn, self._messages(freed))
+
+    async def _release_due(self, now: datetime, limit: int) -> tuple[int, list[Pending]]:
+        """Release the jobs held for rate windows that have passed, in a transaction."""
+        async with self.engine.begin() as conn:
+            freed = await self._release_windows(conn, now, limit)
+            return len(freed), await self.outbox.stage(conn, self._messages(freed))
 
     async def _lock_concurrency(self, conn: AsyncConnection, refs: Sequence[KeyRef]) -> None:
         """Lock these concurrency keys' rows until the transaction ends (locks.lock_keys)."""

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from app.core.messages import loads
-from app.stores.flow.postgres import BUMP, HOLD, JUDGE, LIVE_SQL, waiting_where
+from app.stores.flow.postgres import HOLD, JUDGE, waiting_where
+from app.stores.flow.postgres_keys import LIVE_SQL, seen_and_locked
 from app.stores.jobs.postgres_sql import claim_moves, recorded_ctes
 from app.stores.postgres import shifted
 
@@ -30,17 +31,7 @@ WITH waiting AS MATERIALIZED (
 wanted AS (
   SELECT DISTINCT client_id, concurrency_key AS key FROM waiting WHERE concurrency_key IS NOT NULL AND rate_key IS NULL
 ),
-seen AS MATERIALIZED (
-  SELECT f.client_id, f.key, f.version FROM wanted w
-  JOIN flow_keys f ON f.client_id = w.client_id AND f.kind = 'concurrency' AND f.key = w.key
-),
-locked AS MATERIALIZED (
-  SELECT k.client_id, k.kind, k.key, k.version FROM wanted w
-  JOIN LATERAL (SELECT * FROM flow_keys f WHERE f.client_id = w.client_id AND f.kind = 'concurrency' AND f.key = w.key)
-    AS k ON true
-  ORDER BY k.client_id, k.kind, k.key FOR UPDATE OF k
-),
-{BUMP},
+{seen_and_locked("wanted")},
 batch AS MATERIALIZED (
   SELECT w.id, w.client_id, w.concurrency_key AS key, w.concurrency_limit AS lim, w.created_at, w.status
   FROM waiting w
