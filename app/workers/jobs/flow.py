@@ -18,6 +18,9 @@ from app.services.outbox import Outbox
 from app.stores.flow import Admission, FlowStore, KeyRef
 
 RELEASE_BATCH = 200
+# Releases of keys in flight at once: a run's end starts its key's at once rather than wait for the one before it
+# (two that meet on a key are ordered by its row lock: flow/postgres_release.py).
+RELEASES_IN_FLIGHT = 4
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Admissions:
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _stopping: bool = False
     _task: "asyncio.Task[None] | None" = None
+    _releasing: "set[asyncio.Task[None]]" = field(default_factory=set)
 
     def admitted(self, admission: Admission) -> None:
         """An admission that just committed (with its claim): what it released goes out, and a key of a job it held
@@ -39,7 +43,7 @@ class Admissions:
             logger.info("throttled (waiting in the database for their keys): {}", sorted(admission.held))
         if admission.held_keys:
             self._keys |= admission.held_keys
-            self._wake.set()
+            self._start_releases()
         if admission.next_window is not None:
             self._expect(admission.next_window)
 
@@ -48,31 +52,45 @@ class Admissions:
         keys = {KeyRef(j["client_id"], j["concurrency_key"]) for j in jobs if j["concurrency_key"] is not None}
         if keys:
             self._keys |= keys
-            self._wake.set()
+            self._start_releases()
 
-    def _expect(self, at: datetime) -> None:
-        if self._window is None or at < self._window:
-            self._window = at
-            self._wake.set()
-
-    async def _release(self) -> None:
-        keys, self._keys = sorted(self._keys), set()
-        window, now = self._window, utcnow()
-        due = window is not None and window <= now
-        if due:
-            self._window = None
-        if not keys and not due:
+    def _start_releases(self) -> None:
+        """Release the keys waiting for it now, unless RELEASES_IN_FLIGHT are under way: then as the next ends."""
+        if self._stopping or not self._keys or len(self._releasing) >= RELEASES_IN_FLIGHT:
             return
+        keys, self._keys = sorted(self._keys), set()
+        task = asyncio.create_task(self._release_keys(keys), name="flow-release")
+        self._releasing.add(task)
+        task.add_done_callback(self._released)
+
+    def _released(self, task: "asyncio.Task[None]") -> None:
+        self._releasing.discard(task)
+        self._start_releases()
+
+    async def _release_keys(self, keys: list[KeyRef]) -> None:
         try:
             _, staged = await self.store.release(keys, RELEASE_BATCH)
         except Exception as exc:  # the sweep of every process releases them within a second
             logger.warning("releasing throttled jobs failed; the held_release loop will: {}", exc)
             return
         self.outbox.publish_soon(staged)
-        if due:
-            upcoming = await self.store.next_window()
-            if upcoming is not None:
-                self._expect(upcoming)
+
+    def _expect(self, at: datetime) -> None:
+        if self._window is None or at < self._window:
+            self._window = at
+            self._wake.set()
+
+    async def _release_due(self) -> None:
+        """Release the jobs held for rate windows that have passed (a release of no key does), once the earliest
+        window this process held a job for has; then wait for the next."""
+        window = self._window
+        if window is None or window > utcnow():
+            return
+        self._window = None
+        await self._release_keys([])
+        upcoming = await self.store.next_window()
+        if upcoming is not None:
+            self._expect(upcoming)
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -83,7 +101,7 @@ class Admissions:
                 await asyncio.wait_for(self._wake.wait(), wait)
             self._wake.clear()
             if not self._stopping:
-                await self._release()
+                await self._release_due()
 
     def start(self) -> None:
         self._stopping = False
@@ -95,3 +113,5 @@ class Admissions:
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        while self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
