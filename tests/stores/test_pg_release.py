@@ -16,8 +16,9 @@ from app.models.types import utcnow
 from app.stores import postgres
 from app.stores.flow import KeyRef
 from app.stores.flow.postgres import LOCK_CONCURRENCY, RELEASE_PLAIN
-from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED, granted_now, looked, release_params, released
+from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED, granted_now, release_params, released
 from tests.conftest import NS
+from tests.stores.test_flow import finish
 from tests.stores.test_pg_admit import columns, keyed_job, version
 from tests.stores.test_pg_claim import add
 from tests.support import statements, stores_for, wait_for, waiting_on_a_row_lock
@@ -79,14 +80,12 @@ async def test_a_held_job_older_than_those_looked_at_leaves_the_key_to_a_transac
 ) -> None:
     """A job held after the look and older than the one it found: the statement grants neither (the older one
     goes first) and names the key; the next release grants both, in order (limit 2)."""
-    [looked_at] = await add(db, held(client, 1, limit=2))
-    now = utcnow()
-    params = ([client], ["k"], 10, now)
-    async with stores_for(db, NAMES).connections.autocommit() as conn:  # type: ignore[union-attr]
-        look = looked(await postgres.rows(conn, LOOK, params))
-    assert [job["id"] for job in look.jobs] == [looked_at]
-    [older] = await add(db, held(client, 0, limit=2))
+    [younger] = await add(db, held(client, 1, limit=2))
     flow = stores_for(db, NAMES).flow
+    look = await flow.look([KeyRef(client, "k")], 10)
+    assert look is not None and [job["id"] for job in look.jobs] == [younger]
+    [older] = await add(db, held(client, 0, limit=2))
+    now = utcnow()
     messages = flow._messages([granted_now(job, now) for job in look.jobs])  # type: ignore[attr-defined]
 
     async with stores_for(db, NAMES).connections.autocommit() as conn:  # type: ignore[union-attr]
@@ -94,7 +93,31 @@ async def test_a_held_job_older_than_those_looked_at_leaves_the_key_to_a_transac
             conn, RELEASE_LOOKED, release_params(look.jobs, messages, now, timedelta(seconds=30), 10)
         )
     assert released(found, messages) == ([], [KeyRef(client, "k")])
-    assert await columns(db, [older, looked_at], "held") == [("concurrency",), ("concurrency",)]
+    assert await columns(db, [older, younger], "held") == [("concurrency",), ("concurrency",)]
 
     count, staged = await flow.release([KeyRef(client, "k")], 10)
-    assert count == 2 and [p.message.message_id for p in staged] == [older, looked_at]
+    assert count == 2 and [p.message.message_id for p in staged] == [older, younger]
+
+
+async def test_a_release_from_a_look_ahead_sends_one_statement_and_looks_again_at_a_key_it_found_nothing_of(
+    db: AsyncEngine, client: str
+) -> None:
+    """A look taken while the run's outcome was being recorded: for a key it found held jobs of, the release is the
+    one statement; for a key it found none of, a job held since (by an admission that counted the run as running)
+    is looked at again and released, not left for the sweep."""
+    [first] = await add(db, held(client, 0))
+    flow = stores_for(db, NAMES).flow
+    ahead = await flow.look([KeyRef(client, "k")], 10)
+    with statements(db) as seen:
+        count, staged = await flow.release([KeyRef(client, "k")], 10, ahead)
+    assert (count, [p.message.message_id for p in staged]) == (1, [first])
+    assert [one for one in seen if one in RELEASES] == [RELEASE_LOOKED]
+
+    await finish(db, first)
+    ahead = await flow.look([KeyRef(client, "k")], 10)
+    assert ahead is not None and ahead.jobs == []
+    [second] = await add(db, held(client, 1))
+    with statements(db) as seen:
+        count, staged = await flow.release([KeyRef(client, "k")], 10, ahead)
+    assert (count, [p.message.message_id for p in staged]) == (1, [second])
+    assert [one for one in seen if one in RELEASES] == [LOOK, RELEASE_LOOKED]

@@ -11,6 +11,7 @@ from typing import NamedTuple, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.names import Lane
+from app.models.rows import JobRow
 from app.stores.flow.fair import LaneRef, LaneState
 from app.stores.outbox import Pending
 
@@ -43,6 +44,14 @@ class Admission:
         )
 
 
+class Looked(NamedTuple):
+    """What a release of some keys starts from, read ahead of it: whether a held job's rate window has passed, and
+    the oldest jobs held for each key (as many as its limit could let start)."""
+
+    window_due: bool
+    jobs: list[JobRow]
+
+
 @dataclass(frozen=True)
 class KeyCounts:
     """A concurrency key as the job page shows it: its jobs running (or granted a slot) and waiting for one."""
@@ -61,10 +70,17 @@ class FlowStore(Protocol):
         `throttled` audit row the first time. A job that is not ready (running, finished, not due, held already) is
         left to the claim."""
 
-    async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
+    async def look(self, keys: Sequence[KeyRef], limit: int) -> Looked | None:
+        """What a release of these keys would start from, read now, so that a release once a run of theirs ends
+        need not (None: this store reads nothing ahead)."""
+
+    async def release(
+        self, keys: Sequence[KeyRef] | None, limit: int, looked: Looked | None = None
+    ) -> tuple[int, list[Pending]]:
         """Release held jobs whose slot or window has come, oldest first: of `keys`' concurrency (None: of every
         key with held jobs), and those held for a window that has passed, up to `limit` of each; each granted with
-        its lane message staged in the same transaction. How many, and the messages to publish."""
+        its lane message staged in the same transaction. How many, and the messages to publish. `looked`: what
+        `look` read of these keys a moment ago (whatever changed since is found and decided as ever)."""
 
     async def next_window(self) -> datetime | None:
         """The earliest time a job held for its rate window may start (None: none is)."""

@@ -17,11 +17,11 @@ from app.models.rows import JobRow, job_row
 from app.models.tables import JOBS
 from app.models.types import utcnow
 from app.stores import postgres
-from app.stores.flow import Admission, KeyRef
+from app.stores.flow import Admission, KeyRef, Looked
 from app.stores.flow.fair import LaneRef, LaneState, SqlFairness
 from app.stores.flow.locks import lock_keys
 from app.stores.flow.postgres_keys import BUMP, LIVE_SQL, judged_held
-from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED, granted_now, looked, release_params, released
+from app.stores.flow.postgres_release import LOOK, RELEASE_LOOKED, granted_now, looked_at, release_params, released
 from app.stores.flow.sql import Admitted, SqlFlow
 from app.stores.flow.statements import CONCURRENCY, C, Hold, key_locks
 from app.stores.jobs.postgres_sql import json_parsed
@@ -196,21 +196,48 @@ class PgFlow(SqlFlow):
         super().__init__(engine, names, outbox, lease_seconds)
         self.connections = connections
 
-    async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
+    async def look(self, keys: Sequence[KeyRef], limit: int) -> Looked | None:
+        """See FlowStore.look: one statement (postgres_release.LOOK), a transaction by itself."""
+        async with self.connections.autocommit() as conn:
+            return await self._look(conn, keys, limit)
+
+    async def _look(self, conn: AsyncConnection, keys: Sequence[KeyRef], limit: int) -> Looked:
+        params = ([ref.client_id for ref in keys], [ref.key for ref in keys], limit, utcnow())
+        return looked_at(await postgres.rows(conn, LOOK, params))
+
+    async def _again(self, conn: AsyncConnection, keys: Sequence[KeyRef], limit: int, looked: Looked) -> Looked:
+        """What `looked` read of these keys, for the keys it found held jobs of; the others looked at now: a job
+        held since the look (an admission that counted the run this release follows as running) is not lost."""
+
+        def key_of(job: JobRow) -> KeyRef:
+            return KeyRef(job["client_id"], job["concurrency_key"] or "")
+
+        found, wanted = {key_of(job) for job in looked.jobs}, set(keys)
+        jobs = [job for job in looked.jobs if key_of(job) in wanted]
+        unseen = [ref for ref in keys if ref not in found]
+        if not unseen:
+            return Looked(looked.window_due, jobs)
+        fresh = await self._look(conn, unseen, limit)
+        return Looked(looked.window_due or fresh.window_due, jobs + fresh.jobs)
+
+    async def release(
+        self, keys: Sequence[KeyRef] | None, limit: int, looked: Looked | None = None
+    ) -> tuple[int, list[Pending]]:
         """See FlowStore.release. For given keys (a run's end), two statements with no transaction: a look at their
-        oldest held jobs, then one that grants those that fit and stages their messages (postgres_release.py); the
-        keys it leaves go in a transaction, as every key does elsewhere."""
+        oldest held jobs (unless `looked` has it), then one that grants those that fit and stages their messages
+        (postgres_release.py); the keys it leaves go in a transaction, as every key does elsewhere."""
         if keys is None:
             return await super().release(keys, limit)
         now = utcnow()
-        params = ([ref.client_id for ref in keys], [ref.key for ref in keys], limit, now)
         staged: list[Pending] = []
         left: list[KeyRef] = []
         async with self.connections.autocommit() as conn:
-            look = looked(await postgres.rows(conn, LOOK, params))
-            if look.jobs:
-                messages = self._messages([granted_now(job, now) for job in look.jobs])
-                params = release_params(look.jobs, messages, now, self.lease, limit)
+            look = (
+                await self._look(conn, keys, limit) if looked is None else await self._again(conn, keys, limit, looked)
+            )
+            if jobs := look.jobs:
+                messages = self._messages([granted_now(job, now) for job in jobs])
+                params = release_params(jobs, messages, now, self.lease, limit)
                 found = await postgres.rows(conn, RELEASE_LOOKED, params)
                 staged, left = released(found, messages)
         more, also = await self._release_in_transaction(left, now, limit)

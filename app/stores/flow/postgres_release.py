@@ -10,12 +10,12 @@ looked at (held since the look)."""
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from app.core.broker import Outgoing
 from app.core.messages import loads
 from app.models.rows import JobRow, job_row
-from app.stores.flow import KeyRef
+from app.stores.flow import KeyRef, Looked
 from app.stores.flow.postgres_keys import LIVE_SQL, judged_held, seen_and_locked
 from app.stores.jobs.postgres_sql import json_parsed
 from app.stores.outbox import Pending, rows_of
@@ -83,14 +83,7 @@ SELECT s.id AS outbox_id, s.message_id, o.left_over FROM
 """
 
 
-class Looked(NamedTuple):
-    """What LOOK found: whether a held job's rate window has passed, and the oldest jobs held for each key."""
-
-    window_due: bool
-    jobs: list[JobRow]
-
-
-def looked(found: Sequence[Mapping[str, Any]]) -> Looked:
+def looked_at(found: Sequence[Mapping[str, Any]]) -> Looked:
     """LOOK's rows, read."""
     jobs = [job_row(json_parsed({k: v for k, v in row.items() if k != "due"})) for row in found if row["id"]]
     return Looked(bool(found[0]["due"]), jobs)

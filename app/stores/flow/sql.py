@@ -18,7 +18,7 @@ from app.core.names import Names
 from app.models.rows import JobRow, job_row
 from app.models.tables import FLOW_STARTS, JOBS
 from app.models.types import utcnow
-from app.stores.flow import Admission, KeyCounts, KeyRef
+from app.stores.flow import Admission, KeyCounts, KeyRef, Looked
 from app.stores.flow.locks import Lock, lock_keys
 from app.stores.flow.statements import (
     CONCURRENCY,
@@ -136,8 +136,14 @@ class SqlFlow:
         before then skips the admission."""
         return lane_messages(self.names, freed, grant_seconds=self.lease.total_seconds())
 
-    async def release(self, keys: Sequence[KeyRef] | None, limit: int) -> tuple[int, list[Pending]]:
-        """See FlowStore.release."""
+    async def look(self, keys: Sequence[KeyRef], limit: int) -> Looked | None:
+        """See FlowStore.look: nothing, here."""
+        return None
+
+    async def release(
+        self, keys: Sequence[KeyRef] | None, limit: int, looked: Looked | None = None
+    ) -> tuple[int, list[Pending]]:
+        """See FlowStore.release (what was looked at is read again here)."""
         now = utcnow()
         refs, window_due = await self._to_release(keys, limit, now)
         released, staged = await self._release_in_transaction(refs, now, limit)

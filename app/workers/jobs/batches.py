@@ -103,13 +103,19 @@ class JobBatches:
         return verdicts
 
     async def _finish(self, items: list[Finishing]) -> list[Pending | None]:
-        recorded, followed = await self.store.finish([outcome for outcome, _, _ in items])
+        ahead = self.admissions.look_ahead([outcome.job for outcome, _, _ in items])
+        try:
+            recorded, followed = await self.store.finish([outcome for outcome, _, _ in items])
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
         for (_, _, trace), staged in zip(items, recorded, strict=True):
             if trace and staged is not None:  # tracing on: the event continues the run's trace
                 staged.message.headers.update(trace)
         done = [outcome for (outcome, _, _), staged in zip(items, recorded, strict=True) if staged is not None]
         metrics.count_outcomes((outcome.job["job_type"], outcome.to) for outcome in done)
-        self.admissions.finished([outcome.job for outcome in done])
+        self.admissions.finished([outcome.job for outcome in done], ahead)
         if any(staged is not None for staged in recorded):
             self.failpoints.hit(Failpoint.AFTER_FINISH_COMMIT)
         self.outbox.publish_soon([*(staged for staged in recorded if staged is not None), *followed])

@@ -7,15 +7,17 @@ that ran out)."""
 
 import asyncio
 import contextlib
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from loguru import logger
 
 from app.models.rows import JobRow
 from app.models.types import utcnow
 from app.services.outbox import Outbox
-from app.stores.flow import Admission, FlowStore, KeyRef
+from app.stores.flow import Admission, FlowStore, KeyRef, Looked
 
 RELEASE_BATCH = 200
 # Releases of keys in flight at once: a run's end starts its key's at once rather than wait for the one before it
@@ -31,9 +33,10 @@ class Admissions:
     _keys: set[KeyRef] = field(default_factory=set)
     _window: datetime | None = None
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    _stopping: bool = False
+    _stopping: bool = True  # until `start`: a releaser not started releases nothing (the sweep does)
     _task: "asyncio.Task[None] | None" = None
     _releasing: "set[asyncio.Task[None]]" = field(default_factory=set)
+    _busy: set[KeyRef] = field(default_factory=set)  # keys with jobs held the last this process looked
 
     def admitted(self, admission: Admission) -> None:
         """An admission that just committed (with its claim): what it released goes out, and a key of a job it held
@@ -43,14 +46,30 @@ class Admissions:
             logger.info("throttled (waiting in the database for their keys): {}", sorted(admission.held))
         if admission.held_keys:
             self._keys |= admission.held_keys
+            self._busy |= admission.held_keys
             self._start_releases()
         if admission.next_window is not None:
             self._expect(admission.next_window)
 
-    def finished(self, jobs: list[JobRow]) -> None:
-        """Runs whose outcomes just committed: their keys' next held jobs are released at once."""
-        keys = {KeyRef(j["client_id"], j["concurrency_key"]) for j in jobs if j["concurrency_key"] is not None}
-        if keys:
+    def look_ahead(self, jobs: list[JobRow]) -> "asyncio.Task[Looked | None] | None":
+        """Runs whose outcomes are being recorded: the held jobs of their keys that had some when last looked at,
+        read meanwhile (`finished` then starts from them, a round trip the fewer after the commit). None: no key
+        of theirs had, so the release looks after the commit, as it would anyway (a keyed drain with nothing held
+        pays no second look)."""
+        keys = _keys_of(jobs) & self._busy
+        if not keys or self._stopping:
+            return None
+        task = asyncio.create_task(self.store.look(sorted(keys), RELEASE_BATCH), name="flow-look")
+        task.add_done_callback(_unused)  # its error is the release's to report, if a release awaits it
+        return task
+
+    def finished(self, jobs: list[JobRow], ahead: "asyncio.Task[Looked | None] | None" = None) -> None:
+        """Runs whose outcomes just committed: their keys' next held jobs are released at once (`ahead`: what
+        `look_ahead` read of them)."""
+        keys = _keys_of(jobs)
+        if keys and ahead is not None and not self._stopping:
+            self._track(self._release_keys(sorted(keys), ahead))
+        elif keys:
             self._keys |= keys
             self._start_releases()
 
@@ -59,7 +78,10 @@ class Admissions:
         if self._stopping or not self._keys or len(self._releasing) >= RELEASES_IN_FLIGHT:
             return
         keys, self._keys = sorted(self._keys), set()
-        task = asyncio.create_task(self._release_keys(keys), name="flow-release")
+        self._track(self._release_keys(keys))
+
+    def _track(self, release: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(release, name="flow-release")
         self._releasing.add(task)
         task.add_done_callback(self._released)
 
@@ -67,9 +89,12 @@ class Admissions:
         self._releasing.discard(task)
         self._start_releases()
 
-    async def _release_keys(self, keys: list[KeyRef]) -> None:
+    async def _release_keys(self, keys: list[KeyRef], ahead: "asyncio.Task[Looked | None] | None" = None) -> None:
         try:
-            _, staged = await self.store.release(keys, RELEASE_BATCH)
+            looked = await ahead if ahead is not None else None
+            if looked is not None:
+                self._busy -= set(keys) - _keys_of(looked.jobs)
+            _, staged = await self.store.release(keys, RELEASE_BATCH, looked)
         except Exception as exc:  # the sweep of every process releases them within a second
             logger.warning("releasing throttled jobs failed; the held_release loop will: {}", exc)
             return
@@ -115,3 +140,12 @@ class Admissions:
             self._task = None
         while self._releasing:
             await asyncio.gather(*self._releasing, return_exceptions=True)
+
+
+def _keys_of(jobs: list[JobRow]) -> set[KeyRef]:
+    return {KeyRef(j["client_id"], j["concurrency_key"]) for j in jobs if j["concurrency_key"] is not None}
+
+
+def _unused(task: "asyncio.Task[Looked | None]") -> None:
+    if not task.cancelled():
+        task.exception()
