@@ -23,6 +23,9 @@ RELEASE_BATCH = 200
 # Releases of keys in flight at once: a run's end starts its key's at once rather than wait for the one before it
 # (two that meet on a key are ordered by its row lock: flow/postgres_release.py).
 RELEASES_IN_FLIGHT = 4
+# The keys a worker keeps looking ahead for at most (those with held jobs when it last looked); beyond, it forgets
+# them all and learns them again from its admissions: a look ahead saves a round trip, it decides nothing.
+BUSY_KEYS_KEPT = 10_000
 
 
 @dataclass
@@ -46,6 +49,8 @@ class Admissions:
             logger.info("throttled (waiting in the database for their keys): {}", sorted(admission.held))
         if admission.held_keys:
             self._keys |= admission.held_keys
+            if len(self._busy) > BUSY_KEYS_KEPT:
+                self._busy.clear()
             self._busy |= admission.held_keys
             self._start_releases()
         if admission.next_window is not None:
@@ -131,6 +136,7 @@ class Admissions:
     def start(self) -> None:
         self._stopping = False
         self._task = asyncio.create_task(self._run(), name="flow-releaser")
+        self._start_releases()  # keys that came before the start
 
     async def stop(self) -> None:
         self._stopping = True
