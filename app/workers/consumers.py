@@ -16,6 +16,7 @@ from app.core.broker import Broker, PublishError, consuming
 from app.core.incoming import Handler, Message, MessageHandler
 from app.core.resources import Resources
 from app.core.statuses import WorkerKind, WorkerState
+from app.core.tasks import cancelled
 from app.core.topology import QueueSpec
 from app.workers import unprocessable
 from app.workers.reports import WorkerReport
@@ -68,9 +69,11 @@ class ConsumerGroup:
         topology, timeout = self.resources.topology, settings.publish_timeout_seconds
         self.intake = Broker(settings.rabbitmq_url, topology, timeout, name=f"{self.name}-consumer")
         self._starter: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def start(self) -> None:
         """Connect (retrying until the broker is up) and start consuming, in the background."""
+        self._stopping = False
         await self.intake.start()
         self._starter = asyncio.create_task(self._start_consumers(), name=f"{self.name}-start")
 
@@ -105,7 +108,7 @@ class ConsumerGroup:
         a consumer found not consuming at two looks in a row, while the connection is up and restored and it
         handles no message, is replaced: its channel closed, a new one opened with a new consumer."""
         suspects: set[str] = set()  # tags
-        while True:
+        while not self._stopping:  # a stop also cancels it, but a cancel can be lost (core/tasks.py)
             await asyncio.sleep(WATCH_INTERVAL)
             if not self.intake.settled:
                 suspects.clear()  # reconnecting or restoring: aio-pika is at work, give it its chance
@@ -194,9 +197,9 @@ class ConsumerGroup:
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages, let in-flight ones finish within `grace` seconds, then close (rule 9)."""
-        if self._starter is not None and not self._starter.done():
-            self._starter.cancel()
-            await asyncio.gather(self._starter, return_exceptions=True)
+        self._stopping = True
+        if self._starter is not None and not await cancelled(self._starter, WATCH_INTERVAL + CHANNEL_TIMEOUT):
+            logger.warning("{}: its consumers' watch did not end when cancelled", self.name)
         for consumer in self.consumers:
             with contextlib.suppress(Exception):  # bounded: a robust channel waits for a connection that is down
                 await asyncio.wait_for(consumer.queue.cancel(consumer.tag), timeout=CHANNEL_TIMEOUT)

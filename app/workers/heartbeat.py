@@ -13,10 +13,12 @@ from loguru import logger
 from redis.exceptions import RedisError
 
 from app.core.recent_logs import process_name
+from app.core.tasks import cancelled
 from app.services.worker_directory import WorkerDirectory
 from app.workers.reports import WorkerReport
 
 WINDOW_SECONDS = 60.0
+BEAT_TIMEOUT = 5.0  # beyond its interval, the longest a stop waits for a beat under way
 Reports = Callable[[], list[WorkerReport]]
 
 
@@ -54,6 +56,7 @@ class Heartbeat:
         self.process = process_name()
         self.rates = Rates(directory.heartbeat_seconds)
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def documents(self, now: float) -> list[dict[str, Any]]:
         """The workers as GET /api/v1/workers lists them."""
@@ -66,10 +69,11 @@ class Heartbeat:
         return documents
 
     async def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name=self.name)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:  # a stop also cancels it, but a cancel can be lost (core/tasks.py)
             try:
                 await self.directory.beat(self.process, self.documents(time.monotonic()))
                 await self.on_beat()
@@ -78,9 +82,10 @@ class Heartbeat:
             await asyncio.sleep(self.directory.heartbeat_seconds)
 
     async def stop(self, grace: float) -> None:
+        self._stopping = True
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            if not await cancelled(self._task, self.directory.heartbeat_seconds + BEAT_TIMEOUT):
+                logger.warning("the worker heartbeat did not end when cancelled")
             self._task = None
         with contextlib.suppress(RedisError, OSError):
             await self.directory.leave(self.process)
