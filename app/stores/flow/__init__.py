@@ -3,10 +3,10 @@ in its claim's transaction, before the claim, under its keys' row locks: granted
 window) it is claimed; otherwise it is held in the database with its reason, its message acked, and released,
 oldest first, as a slot or its window frees. One SQL implementation serves every database."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,6 +21,11 @@ class KeyRef(NamedTuple):
 
     client_id: str
     key: str
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any]) -> "KeyRef":
+        """The concurrency key of a job's row ("" for a job without one)."""
+        return cls(job["client_id"], job["concurrency_key"] or "")
 
 
 @dataclass(frozen=True)

@@ -208,12 +208,8 @@ class PgFlow(SqlFlow):
     async def _again(self, conn: AsyncConnection, keys: Sequence[KeyRef], limit: int, looked: Looked) -> Looked:
         """What `looked` read of these keys, for the keys it found held jobs of; the others looked at now: a job
         held since the look (an admission that counted the run this release follows as running) is not lost."""
-
-        def key_of(job: JobRow) -> KeyRef:
-            return KeyRef(job["client_id"], job["concurrency_key"] or "")
-
-        found, wanted = {key_of(job) for job in looked.jobs}, set(keys)
-        jobs = [job for job in looked.jobs if key_of(job) in wanted]
+        found, wanted = {KeyRef.of(job) for job in looked.jobs}, set(keys)
+        jobs = [job for job in looked.jobs if KeyRef.of(job) in wanted]
         unseen = [ref for ref in keys if ref not in found]
         if not unseen:
             return Looked(looked.window_due, jobs)

@@ -98,7 +98,7 @@ def release_params(
     jobs: list[JobRow], messages: list[Outgoing], now: datetime, lease: timedelta, limit: int
 ) -> tuple[Any, ...]:
     """RELEASE_LOOKED's parameters: the jobs looked at and the lane messages they would go with."""
-    refs = sorted({(job["client_id"], job["concurrency_key"] or "") for job in jobs})
+    refs = sorted({KeyRef.of(job) for job in jobs})
     columns = outbox_columns(rows_of(messages, now))[:6]
     ids = [job["id"] for job in jobs]
     return ([c for c, _ in refs], [k for _, k in refs], now, now - lease, limit, ids, *columns)

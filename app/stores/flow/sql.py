@@ -79,7 +79,7 @@ class SqlFlow:
         await lock_keys(conn, [lock for job in todo for lock in key_locks(job)])
         plain = [job for job in todo if job["rate_key"] is None]
         held, room = await self._admit_plain(conn, plain, now)
-        keys = {KeyRef(j["client_id"], j["concurrency_key"] or "") for j in plain if j["id"] in held}
+        keys = {KeyRef.of(j) for j in plain if j["id"] in held}
         rated = [job for job in todo if job["rate_key"] is not None]
         return await self._admit_rated(conn, rated, now, Admitted(held, room, keys), len(todo))
 
@@ -95,7 +95,7 @@ class SqlFlow:
                 await self._grant(conn, job, now)
             elif await self._hold(conn, job, hold, now):
                 held[job["id"]] = hold
-                ref = KeyRef(job["client_id"], job["concurrency_key"] or "")
+                ref = KeyRef.of(job)
                 room.add(ref)
                 if ref.key:
                     keys.add(ref)
@@ -113,11 +113,11 @@ class SqlFlow:
         (their waiting jobs older than these: the release takes them in order)."""
         if not jobs:
             return {}, set()
-        refs = {KeyRef(job["client_id"], job["concurrency_key"] or "") for job in jobs}
+        refs = {KeyRef.of(job) for job in jobs}
         counts = await key_counts(conn, refs, now, now - self.lease)
         grants, holds = [], []
         for job in jobs:
-            ref = KeyRef(job["client_id"], job["concurrency_key"] or "")
+            ref = KeyRef.of(job)
             taken, waiting = counts.get(ref, (0, 0))
             if taken < (job["concurrency_limit"] or 0) and waiting == 0:
                 grants.append(job["id"])

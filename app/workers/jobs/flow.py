@@ -149,7 +149,7 @@ class Admissions:
 
 
 def _keys_of(jobs: list[JobRow]) -> set[KeyRef]:
-    return {KeyRef(j["client_id"], j["concurrency_key"]) for j in jobs if j["concurrency_key"] is not None}
+    return {KeyRef.of(job) for job in jobs if job["concurrency_key"] is not None}
 
 
 def _unused(task: "asyncio.Task[Looked | None]") -> None:
